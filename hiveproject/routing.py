@@ -1,0 +1,3 @@
+"""Websocket routes of all apps (wiring only)."""
+
+websocket_urlpatterns = []

@@ -1,0 +1,66 @@
+from django.contrib import admin, messages
+from django.db import transaction
+from django.utils.html import format_html
+from django_q.tasks import async_task
+
+from .models import Device, Host
+
+
+class DeviceInline(admin.TabularInline):
+    model = Device
+    extra = 0
+    can_delete = False
+    fields = ["index", "name", "uuid", "memory_total_mib", "status", "first_seen", "last_seen"]
+    readonly_fields = fields
+    show_change_link = True
+
+
+@admin.register(Host)
+class HostAdmin(admin.ModelAdmin):
+    list_display = [
+        "name", "address", "port", "username", "transport", "enabled",
+        "status_badge", "gpu_count", "last_seen", "short_error",
+    ]
+    list_filter = ["status", "enabled", "transport"]
+    search_fields = ["name", "address"]
+    readonly_fields = [
+        "status", "last_seen", "last_probe_at", "last_error",
+        "host_key_type", "host_key_fingerprint", "created",
+    ]
+    exclude = ["host_key"]
+    inlines = [DeviceInline]
+    actions = ["probe_now", "forget_host_key"]
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, host):
+        colour = {"up": "green", "unknown": "gray"}.get(host.status, "red")
+        return format_html('<b style="color:{}">{}</b>', colour, host.get_status_display())
+
+    @admin.display(description="GPUs")
+    def gpu_count(self, host):
+        return host.devices.filter(status=Device.Status.PRESENT).count()
+
+    @admin.display(description="last error")
+    def short_error(self, host):
+        return host.last_error[:80]
+
+    @admin.action(description="Probe now (in the background)")
+    def probe_now(self, request, queryset):
+        ids = list(queryset.values_list("pk", flat=True))
+        for pk in ids:
+            transaction.on_commit(lambda pk=pk: async_task("monitoring.tasks.probe_host_now", pk))
+        self.message_user(request, f"Probe queued for {len(ids)} host(s).", messages.SUCCESS)
+
+    @admin.action(description="Forget the recorded host key (trust the next one)")
+    def forget_host_key(self, request, queryset):
+        for host in queryset:
+            host.forget_host_key()
+        self.message_user(request, f"Host key forgotten for {queryset.count()} host(s).")
+
+
+@admin.register(Device)
+class DeviceAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "name", "uuid", "memory_total_mib", "status", "last_seen"]
+    list_filter = ["status", "host", "name"]
+    search_fields = ["uuid", "name", "host__name"]
+    readonly_fields = ["host", "index", "uuid", "first_seen", "last_seen"]

@@ -1,0 +1,112 @@
+"""One transport per host, kept open between probes, with backoff after failures."""
+
+import threading
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from .keys import service_key_path
+from .models import Host
+from .transport import (
+    AuthFailed,
+    CommandResult,
+    HostKey,
+    HostKeyChanged,
+    LocalTransport,
+    SSHTarget,
+    SSHTransport,
+    Unreachable,
+)
+
+# Failures that mean "could not log in"; retried with growing pauses, not on every call.
+CONNECT_ERRORS = (Unreachable, AuthFailed, HostKeyChanged)
+
+
+@dataclass
+class _Entry:
+    signature: tuple
+    transport: object
+    failures: int = 0
+    retry_at: float = 0.0
+    last_error: Exception | None = None
+
+
+def _record_first_host_key(host_id: int, key: HostKey) -> None:
+    # Conditional update: if two workers meet a new host at once, only one key is recorded.
+    Host.objects.filter(pk=host_id, host_key="").update(
+        host_key_type=key.key_type, host_key=key.key_base64, host_key_fingerprint=key.fingerprint
+    )
+
+
+def _signature(host: Host) -> tuple:
+    return (host.transport, host.address, host.port, host.username, host.host_key)
+
+
+def _make_transport(host: Host):
+    if host.is_local:
+        return LocalTransport()
+    known = (
+        HostKey(host.host_key_type, host.host_key, host.host_key_fingerprint)
+        if host.host_key
+        else None
+    )
+    return SSHTransport(
+        SSHTarget(
+            address=host.address,
+            port=host.port,
+            username=host.username,
+            key_path=str(service_key_path()),
+            known_host_key=known,
+            connect_timeout=settings.SSH_CONNECT_TIMEOUT,
+            keepalive=settings.SSH_KEEPALIVE,
+            on_first_host_key=lambda key: _record_first_host_key(host.pk, key),
+        )
+    )
+
+
+class ConnectionPool:
+    """Transports keyed by host; a host edited in the admin gets a fresh connection."""
+
+    def __init__(self):
+        self._entries: dict[int, _Entry] = {}
+        self._lock = threading.Lock()
+
+    def _entry(self, host: Host) -> _Entry:
+        with self._lock:
+            entry = self._entries.get(host.pk)
+            if entry is None or entry.signature != _signature(host):
+                if entry is not None:
+                    entry.transport.close()
+                entry = _Entry(_signature(host), _make_transport(host))
+                self._entries[host.pk] = entry
+            return entry
+
+    def run(self, host: Host, argv, timeout=None, stdin=None, force=False) -> CommandResult:
+        """Run argv on host. ``force`` skips the backoff pause (e.g. "probe now")."""
+        entry = self._entry(host)
+        if not force and entry.last_error is not None and time.monotonic() < entry.retry_at:
+            wait = entry.retry_at - time.monotonic()
+            raise type(entry.last_error)(f"{entry.last_error} (next attempt in {wait:.0f}s)")
+        timeout = timeout or settings.SSH_COMMAND_TIMEOUT
+        try:
+            result = entry.transport.run(argv, timeout=timeout, stdin=stdin)
+        except CONNECT_ERRORS as exc:
+            entry.failures += 1
+            entry.last_error = exc
+            entry.retry_at = time.monotonic() + min(2**entry.failures, settings.SSH_MAX_BACKOFF)
+            raise
+        entry.failures, entry.last_error = 0, None
+        return result
+
+    def close(self, host_id: int | None = None) -> None:
+        with self._lock:
+            ids = [host_id] if host_id is not None else list(self._entries)
+            for pk in ids:
+                entry = self._entries.pop(pk, None)
+                if entry:
+                    entry.transport.close()
+
+
+# The process-wide pool: workers and commands share connections within one process.
+pool = ConnectionPool()

@@ -1,0 +1,54 @@
+"""Keeping hosts and devices in step with what probes see."""
+
+from django.db import transaction
+from django.utils import timezone
+
+from .models import Device, Host
+from .probes import ProbeResult, probe_host
+
+
+def probe_and_record(host: Host, force: bool = False) -> ProbeResult:
+    result = probe_host(host, force=force)
+    record_probe(host, result)
+    return result
+
+
+@transaction.atomic
+def record_probe(host: Host, result: ProbeResult) -> None:
+    """Store the probe on the host and sync its GPUs (only when nvidia-smi answered)."""
+    now = timezone.now()
+    host.status = result.status
+    host.last_probe_at = now
+    host.last_error = result.error or ""
+    host.last_snapshot = result.as_json()
+    if result.reachable:
+        host.last_seen = now
+    host.save(
+        update_fields=["status", "last_probe_at", "last_error", "last_snapshot", "last_seen"]
+    )
+    if result.gpus is not None:
+        sync_devices(host, result, now)
+
+
+def sync_devices(host: Host, result: ProbeResult, now) -> None:
+    """Create new GPUs, refresh seen ones, mark vanished ones lost (never delete them)."""
+    known = {d.uuid: d for d in host.devices.all()}
+    for gpu in result.gpus:
+        device = known.pop(gpu.uuid, None)
+        if device is None:
+            Device.objects.create(
+                host=host,
+                uuid=gpu.uuid,
+                index=gpu.index,
+                name=gpu.name,
+                memory_total_mib=gpu.memory_total_mib,
+                first_seen=now,
+                last_seen=now,
+            )
+            continue
+        device.index, device.name = gpu.index, gpu.name
+        device.memory_total_mib = gpu.memory_total_mib or device.memory_total_mib
+        device.status, device.last_seen = Device.Status.PRESENT, now
+        device.save(update_fields=["index", "name", "memory_total_mib", "status", "last_seen"])
+    vanished = [d.pk for d in known.values() if d.status == Device.Status.PRESENT]
+    Device.objects.filter(pk__in=vanished).update(status=Device.Status.LOST)

@@ -1,0 +1,62 @@
+import json as jsonlib
+
+from django.core.management.base import BaseCommand, CommandError
+
+from monitoring.inventory import probe_and_record
+from monitoring.models import Host
+
+
+def format_table(headers: list[str], rows: list[list]) -> str:
+    cells = [[("-" if v is None else str(v)) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in cells]
+    return "\n".join(lines)
+
+
+class Command(BaseCommand):
+    help = "Probe one host once (GPUs, GPU processes, CPU, RAM), record it, and print it."
+
+    def add_arguments(self, parser):
+        parser.add_argument("host", help="host name as registered (see `manage.py addhost`)")
+        parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+    def handle(self, host, json, **options):
+        target = Host.objects.filter(name=host).first()
+        if target is None:
+            raise CommandError(f"no host named {host!r}; add it with `manage.py addhost`")
+        result = probe_and_record(target, force=True)
+        if json:
+            self.stdout.write(_dumps(result.as_json()))
+        else:
+            self.stdout.write(self._render(result.as_json()))
+        if not result.reachable:
+            raise CommandError(f"{host}: {result.error}")
+
+    def _render(self, data: dict) -> str:
+        cpu = data["cpu"]
+        parts = [
+            f"{data['host']}: {'reachable' if data['reachable'] else 'UNREACHABLE'}",
+            f"CPU {cpu['utilization']}%  RAM {cpu['memory_used_mib']}/{cpu['memory_total_mib']} MiB",
+        ]
+        if data["error"]:
+            parts.append(f"note: {data['error']}")
+        if data["gpus"]:
+            parts.append(format_table(
+                ["GPU", "model", "util%", "mem%", "used MiB", "total MiB", "temp C", "power W"],
+                [[g["index"], g["name"], g["utilization_gpu"], g["utilization_memory"],
+                  g["memory_used_mib"], g["memory_total_mib"], g["temperature_c"], g["power_w"]]
+                 for g in data["gpus"]],
+            ))
+        if data["processes"]:
+            index = {g["uuid"]: g["index"] for g in data["gpus"]}
+            parts.append(format_table(
+                ["GPU", "PID", "user", "MiB", "command"],
+                [[index.get(p["gpu_uuid"], p["gpu_uuid"]), p["pid"], p["user"] or "(unknown)",
+                  p["memory_mib"], p["command"]] for p in data["processes"]],
+            ))
+        return "\n".join(parts)
+
+
+def _dumps(data) -> str:
+    return jsonlib.dumps(data, indent=2)

@@ -1,0 +1,104 @@
+"""The inventory: the hosts we reach over SSH and the GPUs found on them."""
+
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.utils import timezone
+
+
+address_validator = RegexValidator(
+    r"^[A-Za-z0-9](?:[A-Za-z0-9.:\-]*[A-Za-z0-9])?$",
+    "Enter a host name or an IP address (letters, digits, '.', '-', ':').",
+)
+username_validator = RegexValidator(
+    r"^[a-z_][a-z0-9_.\-]*\$?$", "Enter a UNIX user name (lower case, digits, '_', '-', '.')."
+)
+
+
+class Host(models.Model):
+    """A server probed over SSH (or locally, for the machine the service runs on)."""
+
+    class Transport(models.TextChoices):
+        SSH = "ssh", "SSH"
+        LOCAL = "local", "Local (no SSH)"
+
+    class Status(models.TextChoices):
+        UNKNOWN = "unknown", "Not probed yet"
+        UP = "up", "Up"
+        UNREACHABLE = "unreachable", "Unreachable"
+        AUTH_FAILED = "auth_failed", "Authentication failed"
+        HOST_KEY_CHANGED = "host_key_changed", "Host key changed"
+        ERROR = "error", "Error"
+
+    name = models.SlugField(max_length=100, unique=True, help_text="Short name shown everywhere.")
+    address = models.CharField(
+        max_length=255, validators=[address_validator], help_text="DNS name or IP address."
+    )
+    port = models.PositiveIntegerField(
+        default=22, validators=[MinValueValidator(1), MaxValueValidator(65535)]
+    )
+    username = models.CharField(
+        max_length=64,
+        default="root",
+        validators=[username_validator],
+        help_text="SSH account used for monitoring.",
+    )
+    transport = models.CharField(max_length=8, choices=Transport.choices, default=Transport.SSH)
+    enabled = models.BooleanField(default=True, help_text="Disabled hosts are not probed.")
+
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.UNKNOWN)
+    last_seen = models.DateTimeField(null=True, blank=True, help_text="Last successful probe.")
+    last_probe_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    # The latest probe, in the shape `manage.py probe --json` prints: pages read this
+    # instead of reaching the host themselves.
+    last_snapshot = models.JSONField(null=True, blank=True, editable=False)
+
+    # Trust on first use: the key seen at first contact, then required on every connect.
+    host_key_type = models.CharField(max_length=64, blank=True)
+    host_key = models.TextField(blank=True, help_text="Base64 public host key.")
+    host_key_fingerprint = models.CharField(max_length=128, blank=True)
+
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def is_local(self) -> bool:
+        return self.transport == self.Transport.LOCAL
+
+    def forget_host_key(self):
+        """Accept whatever key the host presents next (after an admin checked the change)."""
+        self.host_key_type = self.host_key = self.host_key_fingerprint = ""
+        if self.status == self.Status.HOST_KEY_CHANGED:
+            self.status = self.Status.UNKNOWN
+        self.save(update_fields=["host_key_type", "host_key", "host_key_fingerprint", "status"])
+
+
+class Device(models.Model):
+    """A GPU. Kept when it disappears (marked lost): reservations and history point at it."""
+
+    class Status(models.TextChoices):
+        PRESENT = "present", "Present"
+        LOST = "lost", "Lost"
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="devices")
+    index = models.PositiveIntegerField(help_text="nvidia-smi index (PCI bus order).")
+    uuid = models.CharField(max_length=128)
+    name = models.CharField(max_length=255, blank=True, help_text="GPU model.")
+    memory_total_mib = models.PositiveIntegerField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PRESENT)
+    first_seen = models.DateTimeField(default=timezone.now)
+    last_seen = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["host__name", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["host", "uuid"], name="device_unique_uuid_per_host"),
+        ]
+
+    def __str__(self):
+        return f"{self.host.name}:{self.index}"

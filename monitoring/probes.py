@@ -1,0 +1,133 @@
+"""Probing one host: GPUs, GPU processes with their owners, CPU and RAM, in one round trip."""
+
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from . import parsers
+from .connections import pool
+from .models import Host
+from .transport import CommandTimeout, TransportError
+
+# A fixed script (no values pasted in: the timeout arrives as "$1"), run as
+# `sh -c SCRIPT probe TIMEOUT`. One SSH round trip per probe; sections start with "@@".
+# `timeout -k` kills a hung nvidia-smi on the host itself, so no zombie query piles up.
+PROBE_SCRIPT = f"""
+T="$1"
+gq=$(timeout -k 2 "$T" nvidia-smi --query-gpu={",".join(parsers.GPU_QUERY_FIELDS)} \
+--format=csv,noheader,nounits 2>&1); grc=$?
+echo "@@gpus $grc"; printf '%s\\n' "$gq"
+if [ "$grc" -eq 0 ]; then
+  aq=$(timeout -k 2 "$T" nvidia-smi --query-compute-apps={",".join(parsers.APP_QUERY_FIELDS)} \
+--format=csv,noheader,nounits 2>&1); arc=$?
+  echo "@@apps $arc"; printf '%s\\n' "$aq"
+  pids=$(printf '%s\\n' "$aq" | awk -F', *' '$2 ~ /^[0-9]+$/ {{print $2}}' | paste -sd, -)
+  echo "@@ps"
+  if [ -n "$pids" ]; then ps -ww -o pid=,uid=,user:64=,args= -p "$pids"; fi
+fi
+echo "@@stat"; head -n1 /proc/stat; sleep 0.2; head -n1 /proc/stat
+echo "@@meminfo"; grep -E '^(MemTotal|MemAvailable):' /proc/meminfo
+"""
+
+NVIDIA_SMI_MISSING = "nvidia-smi not found: monitored as a CPU-only host"
+
+
+@dataclass
+class ProbeResult:
+    """What one probe saw. ``gpus is None`` means "could not tell", not "no GPUs"."""
+
+    host: str
+    reachable: bool
+    status: str
+    error: str | None = None
+    gpus: list[parsers.GpuSample] | None = None
+    processes: list[parsers.GpuProcess] = field(default_factory=list)
+    cpu: dict = field(default_factory=dict)
+
+    def as_json(self) -> dict:
+        """The documented shape of `manage.py probe --json`."""
+        return {
+            "host": self.host,
+            "reachable": self.reachable,
+            "error": self.error,
+            "gpus": [g.as_dict() for g in self.gpus or []],
+            "processes": [p.as_dict() for p in self.processes],
+            "cpu": {
+                "utilization": self.cpu.get("utilization"),
+                "memory_total_mib": self.cpu.get("memory_total_mib"),
+                "memory_used_mib": self.cpu.get("memory_used_mib"),
+            },
+        }
+
+
+def probe_argv(nvidia_smi_timeout: float) -> list[str]:
+    return ["sh", "-c", PROBE_SCRIPT, "probe", f"{nvidia_smi_timeout:g}"]
+
+
+def probe_host(host: Host, force: bool = False) -> ProbeResult:
+    """Probe one host; never raises for host-side problems (they land in the result)."""
+    smi_timeout = settings.NVIDIA_SMI_TIMEOUT
+    try:
+        # Two nvidia-smi calls may each run up to the timeout, plus their kill grace.
+        output = pool.run(
+            host, probe_argv(smi_timeout), timeout=2 * smi_timeout + 10, force=force
+        ).stdout
+    except CommandTimeout as exc:
+        return ProbeResult(host.name, True, Host.Status.ERROR, f"probe timed out: {exc}")
+    except TransportError as exc:
+        return ProbeResult(host.name, False, exc.status, str(exc))
+    try:
+        return _interpret(host.name, _sections(output), smi_timeout)
+    except parsers.ParseError as exc:
+        return ProbeResult(host.name, True, Host.Status.ERROR, f"unexpected output: {exc}")
+
+
+def _sections(output: str) -> dict[str, tuple[str, str]]:
+    """{name: (argument on the marker line, body)} from the script's @@-separated output."""
+    sections, name, arg, body = {}, None, "", []
+    for line in output.splitlines():
+        if line.startswith("@@"):
+            if name:
+                sections[name] = (arg, "\n".join(body))
+            name, _, arg = line[2:].partition(" ")
+            body = []
+        else:
+            body.append(line)
+    if name:
+        sections[name] = (arg, "\n".join(body))
+    return sections
+
+
+def _interpret(host_name: str, sections: dict, smi_timeout: float) -> ProbeResult:
+    result = ProbeResult(host_name, True, Host.Status.UP, cpu=_cpu(sections))
+    rc, text = sections.get("gpus", ("", ""))
+    if rc == "0":
+        result.gpus = parsers.parse_gpu_query(text)
+        result.processes = _processes(sections)
+    elif rc == "127":
+        result.gpus, result.error = [], NVIDIA_SMI_MISSING
+    elif rc in ("124", "137"):
+        result.status = Host.Status.ERROR
+        result.error = f"nvidia-smi hung and was killed after {smi_timeout:g}s"
+    else:
+        result.status = Host.Status.ERROR
+        first_line = text.strip().splitlines()[0] if text.strip() else "no output"
+        result.error = f"nvidia-smi failed (exit {rc}): {first_line}"
+    return result
+
+
+def _processes(sections: dict) -> list[parsers.GpuProcess]:
+    rc, text = sections.get("apps", ("", ""))
+    if rc != "0":
+        return []
+    apps = parsers.parse_app_query(text)
+    ps = parsers.parse_ps(sections.get("ps", ("", ""))[1])
+    return parsers.join_processes(apps, ps)
+
+
+def _cpu(sections: dict) -> dict:
+    stat = sections.get("stat", ("", ""))[1].splitlines()
+    utilization = parsers.parse_cpu_utilization(stat[0], stat[1]) if len(stat) >= 2 else None
+    total, used = parsers.parse_meminfo(sections.get("meminfo", ("", ""))[1])
+    return {"utilization": utilization, "memory_total_mib": total, "memory_used_mib": used}
+
