@@ -2,5 +2,5 @@ from django.apps import AppConfig
 
 
 class AccesscontrolConfig(AppConfig):
-    default_auto_field = 'django.db.models.BigAutoField'
-    name = 'accesscontrol'
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "accesscontrol"

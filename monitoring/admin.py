@@ -18,14 +18,27 @@ class DeviceInline(admin.TabularInline):
 @admin.register(Host)
 class HostAdmin(admin.ModelAdmin):
     list_display = [
-        "name", "address", "port", "username", "transport", "enabled",
-        "status_badge", "gpu_count", "last_seen", "short_error",
+        "name",
+        "address",
+        "port",
+        "username",
+        "transport",
+        "enabled",
+        "status_badge",
+        "gpu_count",
+        "last_seen",
+        "short_error",
     ]
     list_filter = ["status", "enabled", "transport"]
     search_fields = ["name", "address"]
     readonly_fields = [
-        "status", "last_seen", "last_probe_at", "last_error",
-        "host_key_type", "host_key_fingerprint", "created",
+        "status",
+        "last_seen",
+        "last_probe_at",
+        "last_error",
+        "host_key_type",
+        "host_key_fingerprint",
+        "created",
     ]
     exclude = ["host_key"]
     inlines = [DeviceInline]

@@ -9,8 +9,16 @@ class HostSerializer(serializers.ModelSerializer):
     class Meta:
         model = Host
         fields = [
-            "id", "name", "address", "port", "enabled", "status",
-            "last_seen", "last_probe_at", "last_error", "host_key_fingerprint",
+            "id",
+            "name",
+            "address",
+            "port",
+            "enabled",
+            "status",
+            "last_seen",
+            "last_probe_at",
+            "last_error",
+            "host_key_fingerprint",
         ]
 
 
@@ -20,8 +28,15 @@ class DeviceSerializer(serializers.ModelSerializer):
     class Meta:
         model = Device
         fields = [
-            "id", "host", "index", "uuid", "name", "memory_total_mib",
-            "status", "first_seen", "last_seen",
+            "id",
+            "host",
+            "index",
+            "uuid",
+            "name",
+            "memory_total_mib",
+            "status",
+            "first_seen",
+            "last_seen",
         ]
 
 

@@ -2,5 +2,5 @@ from django.apps import AppConfig
 
 
 class MonitoringConfig(AppConfig):
-    default_auto_field = 'django.db.models.BigAutoField'
-    name = 'monitoring'
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "monitoring"

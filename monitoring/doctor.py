@@ -34,9 +34,7 @@ def check_host(host: Host) -> list[Check]:
         return checks
     if not host.is_local:
         host.refresh_from_db(fields=["host_key_type", "host_key_fingerprint"])
-        checks.append(
-            Check("host key", True, f"{host.host_key_type} {host.host_key_fingerprint}")
-        )
+        checks.append(Check("host key", True, f"{host.host_key_type} {host.host_key_fingerprint}"))
     checks += [_check_tool(host, tool, fix) for tool, fix in TOOLS.items()]
     return checks
 
@@ -48,7 +46,9 @@ def _check_login(host: Host) -> Check:
         return Check("login", False, str(exc), f"append this line: {public_key_line()}")
     except HostKeyChanged as exc:
         return Check(
-            "login", False, str(exc),
+            "login",
+            False,
+            str(exc),
             "verify the new key with the host's admin, then use the admin action "
             "'Forget the recorded host key'",
         )

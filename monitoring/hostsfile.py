@@ -1,9 +1,9 @@
 """Hosts files: one table (TOML) or section (INI) per host, so a lab is set up in one step.
 
-    [node-1]              # TOML            [node-1]          ; INI
-    address = "10.0.0.11"                   address = 10.0.0.11
-    port = 22                               port = 22
-    user = "monitor"                        user = monitor
+[node-1]              # TOML            [node-1]          ; INI
+address = "10.0.0.11"                   address = 10.0.0.11
+port = 22                               port = 22
+user = "monitor"                        user = monitor
 """
 
 import configparser
@@ -89,7 +89,9 @@ def validated_host(spec: HostSpec) -> tuple[Host, bool]:
     try:
         host.full_clean()
     except ValidationError as exc:
-        problems = "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())
+        problems = "; ".join(
+            f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items()
+        )
         raise HostsFileError(f"host {spec.name!r}: {problems}") from None
     return host, created
 

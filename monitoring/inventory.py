@@ -23,9 +23,7 @@ def record_probe(host: Host, result: ProbeResult) -> None:
     host.last_snapshot = result.as_json()
     if result.reachable:
         host.last_seen = now
-    host.save(
-        update_fields=["status", "last_probe_at", "last_error", "last_snapshot", "last_seen"]
-    )
+    host.save(update_fields=["status", "last_probe_at", "last_error", "last_snapshot", "last_seen"])
     if result.gpus is not None:
         sync_devices(host, result, now)
 

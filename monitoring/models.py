@@ -4,7 +4,6 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.utils import timezone
 
-
 address_validator = RegexValidator(
     r"^[A-Za-z0-9](?:[A-Za-z0-9.:\-]*[A-Za-z0-9])?$",
     "Enter a host name or an IP address (letters, digits, '.', '-', ':').",

@@ -88,7 +88,7 @@ def _records(text: str, fields: list[str]) -> list[dict[str, str]]:
         cells = [c.strip() for c in line.split(",", len(fields) - 1)]
         if len(cells) != len(fields):
             raise ParseError(f"expected {len(fields)} columns, got {len(cells)}: {line!r}")
-        records.append(dict(zip(fields, cells)))
+        records.append(dict(zip(fields, cells, strict=True)))
     return records
 
 

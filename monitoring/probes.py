@@ -130,4 +130,3 @@ def _cpu(sections: dict) -> dict:
     utilization = parsers.parse_cpu_utilization(stat[0], stat[1]) if len(stat) >= 2 else None
     total, used = parsers.parse_meminfo(sections.get("meminfo", ("", ""))[1])
     return {"utilization": utilization, "memory_total_mib": total, "memory_used_mib": used}
-

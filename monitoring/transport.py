@@ -13,8 +13,8 @@ import subprocess
 import threading
 import time
 from base64 import b64decode
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import paramiko
 
@@ -203,7 +203,9 @@ class SSHTransport:
                 chan = client.get_transport().open_session(timeout=self.target.connect_timeout)
             except (OSError, paramiko.SSHException, EOFError) as exc:
                 self.close()
-                raise Unreachable(f"connection to {self.target.address} lost: {_reason(exc)}")
+                raise Unreachable(
+                    f"connection to {self.target.address} lost: {_reason(exc)}"
+                ) from None
         try:
             chan.exec_command(shlex.join(argv))
             if stdin is not None:
@@ -216,7 +218,7 @@ class SSHTransport:
         except (OSError, paramiko.SSHException, EOFError) as exc:
             chan.close()
             self.close()
-            raise Unreachable(f"connection to {self.target.address} lost: {_reason(exc)}")
+            raise Unreachable(f"connection to {self.target.address} lost: {_reason(exc)}") from None
         status = chan.recv_exit_status()
         chan.close()
         _check_exit(argv, status, err)

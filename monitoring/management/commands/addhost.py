@@ -24,7 +24,9 @@ class Command(BaseCommand):
 
     def handle(self, name, address, port, user, local, file, **options):
         try:
-            specs = read_hosts_file(file) if file else [self._spec(name, address, port, user, local)]
+            specs = (
+                read_hosts_file(file) if file else [self._spec(name, address, port, user, local)]
+            )
             created, updated = save_hosts(specs)
         except HostsFileError as exc:
             raise CommandError(str(exc)) from None

@@ -11,7 +11,9 @@ class Command(BaseCommand):
         parser.add_argument("hosts", nargs="*", help="host names (default: all enabled hosts)")
 
     def handle(self, hosts, **options):
-        queryset = Host.objects.filter(name__in=hosts) if hosts else Host.objects.filter(enabled=True)
+        queryset = (
+            Host.objects.filter(name__in=hosts) if hosts else Host.objects.filter(enabled=True)
+        )
         missing = set(hosts) - set(queryset.values_list("name", flat=True))
         if missing:
             raise CommandError(f"no host named {', '.join(sorted(missing))}")

@@ -9,8 +9,8 @@ from monitoring.models import Host
 def format_table(headers: list[str], rows: list[list]) -> str:
     cells = [[("-" if v is None else str(v)) for v in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in cells]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
     return "\n".join(lines)
 
 
@@ -37,24 +37,47 @@ class Command(BaseCommand):
         cpu = data["cpu"]
         parts = [
             f"{data['host']}: {'reachable' if data['reachable'] else 'UNREACHABLE'}",
-            f"CPU {cpu['utilization']}%  RAM {cpu['memory_used_mib']}/{cpu['memory_total_mib']} MiB",
+            f"CPU {cpu['utilization']}%  "
+            f"RAM {cpu['memory_used_mib']}/{cpu['memory_total_mib']} MiB",
         ]
         if data["error"]:
             parts.append(f"note: {data['error']}")
         if data["gpus"]:
-            parts.append(format_table(
-                ["GPU", "model", "util%", "mem%", "used MiB", "total MiB", "temp C", "power W"],
-                [[g["index"], g["name"], g["utilization_gpu"], g["utilization_memory"],
-                  g["memory_used_mib"], g["memory_total_mib"], g["temperature_c"], g["power_w"]]
-                 for g in data["gpus"]],
-            ))
+            parts.append(
+                format_table(
+                    ["GPU", "model", "util%", "mem%", "used MiB", "total MiB", "temp C", "power W"],
+                    [
+                        [
+                            g["index"],
+                            g["name"],
+                            g["utilization_gpu"],
+                            g["utilization_memory"],
+                            g["memory_used_mib"],
+                            g["memory_total_mib"],
+                            g["temperature_c"],
+                            g["power_w"],
+                        ]
+                        for g in data["gpus"]
+                    ],
+                )
+            )
         if data["processes"]:
             index = {g["uuid"]: g["index"] for g in data["gpus"]}
-            parts.append(format_table(
-                ["GPU", "PID", "user", "MiB", "command"],
-                [[index.get(p["gpu_uuid"], p["gpu_uuid"]), p["pid"], p["user"] or "(unknown)",
-                  p["memory_mib"], p["command"]] for p in data["processes"]],
-            ))
+            parts.append(
+                format_table(
+                    ["GPU", "PID", "user", "MiB", "command"],
+                    [
+                        [
+                            index.get(p["gpu_uuid"], p["gpu_uuid"]),
+                            p["pid"],
+                            p["user"] or "(unknown)",
+                            p["memory_mib"],
+                            p["command"],
+                        ]
+                        for p in data["processes"]
+                    ],
+                )
+            )
         return "\n".join(parts)
 
 

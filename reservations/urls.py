@@ -1,0 +1,5 @@
+"""Pages and API routes of reservations (wired in hiveproject/urls.py)."""
+
+urlpatterns = []
+# (prefix, viewset) pairs registered on the project's /api/ router.
+api_routes = []
