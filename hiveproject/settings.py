@@ -227,5 +227,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
-    "loggers": {"paramiko": {"level": "WARNING"}},
+    # Connection failures are recorded on the host; paramiko's own tracebacks are noise.
+    "loggers": {"paramiko": {"level": "CRITICAL"}},
 }

@@ -32,15 +32,9 @@ class _Entry:
     last_error: Exception | None = None
 
 
-def _record_first_host_key(host_id: int, key: HostKey) -> None:
-    # Conditional update: if two workers meet a new host at once, only one key is recorded.
-    Host.objects.filter(pk=host_id, host_key="").update(
-        host_key_type=key.key_type, host_key=key.key_base64, host_key_fingerprint=key.fingerprint
-    )
-
-
-def _signature(host: Host) -> tuple:
-    return (host.transport, host.address, host.port, host.username, host.host_key)
+def _signature(host: Host, host_key: str | None = None) -> tuple:
+    key = host.host_key if host_key is None else host_key
+    return (host.transport, host.address, host.port, host.username, key)
 
 
 def _make_transport(host: Host):
@@ -60,7 +54,6 @@ def _make_transport(host: Host):
             known_host_key=known,
             connect_timeout=settings.SSH_CONNECT_TIMEOUT,
             keepalive=settings.SSH_KEEPALIVE,
-            on_first_host_key=lambda key: _record_first_host_key(host.pk, key),
         )
     )
 
@@ -98,6 +91,21 @@ class ConnectionPool:
             raise
         entry.failures, entry.last_error = 0, None
         return result
+
+    def take_first_contact_key(self, host: Host) -> HostKey | None:
+        """The host key accepted at first contact since the last call, if any.
+
+        Connections are made in worker threads; the caller records the key in the database
+        from its own thread.
+        """
+        entry = self._entries.get(host.pk)
+        target = getattr(entry.transport, "target", None) if entry else None
+        if target is None or target.first_contact_key is None:
+            return None
+        key, target.first_contact_key = target.first_contact_key, None
+        # The recorded key is now part of the host; keep this connection for it.
+        entry.signature = _signature(host, key.key_base64)
+        return key
 
     def close(self, host_id: int | None = None) -> None:
         with self._lock:

@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 
 from .connections import pool
+from .inventory import record_host_key
 from .keys import public_key_line
 from .models import Host
 from .transport import AuthFailed, CommandMissing, HostKeyChanged, TransportError
@@ -33,7 +34,9 @@ def check_host(host: Host) -> list[Check]:
     if not login.ok:
         return checks
     if not host.is_local:
-        host.refresh_from_db(fields=["host_key_type", "host_key_fingerprint"])
+        new_key = pool.take_first_contact_key(host)
+        if new_key:
+            record_host_key(host, new_key)
         checks.append(Check("host key", True, f"{host.host_key_type} {host.host_key_fingerprint}"))
     checks += [_check_tool(host, tool, fix) for tool, fix in TOOLS.items()]
     return checks

@@ -1,16 +1,33 @@
 """Keeping hosts and devices in step with what probes see."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 from django.db import transaction
 from django.utils import timezone
 
 from .models import Device, Host
 from .probes import ProbeResult, probe_host
+from .transport import HostKey
 
 
 def probe_and_record(host: Host, force: bool = False) -> ProbeResult:
     result = probe_host(host, force=force)
     record_probe(host, result)
     return result
+
+
+def probe_all(hosts: list[Host]) -> list[ProbeResult]:
+    """Probe hosts concurrently (one slow host never delays the others), then record all.
+
+    Threads only talk SSH; the database is written from the calling thread.
+    """
+    if not hosts:
+        return []
+    with ThreadPoolExecutor(max_workers=min(32, len(hosts))) as executor:
+        results = list(executor.map(probe_host, hosts))
+    for host, result in zip(hosts, results, strict=True):
+        record_probe(host, result)
+    return results
 
 
 @transaction.atomic
@@ -23,9 +40,21 @@ def record_probe(host: Host, result: ProbeResult) -> None:
     host.last_snapshot = result.as_json()
     if result.reachable:
         host.last_seen = now
+    if result.new_host_key:
+        record_host_key(host, result.new_host_key)
     host.save(update_fields=["status", "last_probe_at", "last_error", "last_snapshot", "last_seen"])
     if result.gpus is not None:
         sync_devices(host, result, now)
+
+
+def record_host_key(host: Host, key: HostKey) -> None:
+    """Record the key seen at first contact, unless another worker recorded one first."""
+    recorded = Host.objects.filter(pk=host.pk, host_key="").update(
+        host_key_type=key.key_type, host_key=key.key_base64, host_key_fingerprint=key.fingerprint
+    )
+    if recorded:
+        host.host_key_type, host.host_key = key.key_type, key.key_base64
+        host.host_key_fingerprint = key.fingerprint
 
 
 def sync_devices(host: Host, result: ProbeResult, now) -> None:

@@ -7,7 +7,7 @@ from django.conf import settings
 from . import parsers
 from .connections import pool
 from .models import Host
-from .transport import CommandTimeout, TransportError
+from .transport import CommandTimeout, HostKey, TransportError
 
 # A fixed script (no values pasted in: the timeout arrives as "$1"), run as
 # `sh -c SCRIPT probe TIMEOUT`. One SSH round trip per probe; sections start with "@@".
@@ -43,6 +43,8 @@ class ProbeResult:
     gpus: list[parsers.GpuSample] | None = None
     processes: list[parsers.GpuProcess] = field(default_factory=list)
     cpu: dict = field(default_factory=dict)
+    # Set at first contact with a host (trust on first use): recorded by record_probe.
+    new_host_key: HostKey | None = None
 
     def as_json(self) -> dict:
         """The documented shape of `manage.py probe --json`."""
@@ -66,6 +68,12 @@ def probe_argv(nvidia_smi_timeout: float) -> list[str]:
 
 def probe_host(host: Host, force: bool = False) -> ProbeResult:
     """Probe one host; never raises for host-side problems (they land in the result)."""
+    result = _probe(host, force)
+    result.new_host_key = pool.take_first_contact_key(host)
+    return result
+
+
+def _probe(host: Host, force: bool) -> ProbeResult:
     smi_timeout = settings.NVIDIA_SMI_TIMEOUT
     try:
         # Two nvidia-smi calls may each run up to the timeout, plus their kill grace.

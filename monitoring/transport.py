@@ -13,8 +13,7 @@ import subprocess
 import threading
 import time
 from base64 import b64decode
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import paramiko
 
@@ -81,8 +80,8 @@ class SSHTarget:
     known_host_key: HostKey | None = None
     connect_timeout: float = 5.0
     keepalive: int = 15
-    # Called with the key seen at first contact, so the caller can record it (TOFU).
-    on_first_host_key: Callable[[HostKey], None] | None = field(default=None, repr=False)
+    # The key accepted at first contact (trust on first use), for the caller to record.
+    first_contact_key: HostKey | None = None
 
 
 def _check_exit(argv, status: int, stderr: str) -> None:
@@ -121,9 +120,7 @@ class _RecordingPolicy(paramiko.MissingHostKeyPolicy):
             # A recorded key of another type than offered counts as a change, not a new host.
             raise HostKeyChanged(_changed_message(self.target.known_host_key, key))
         seen = HostKey.from_paramiko(key)
-        if self.target.on_first_host_key:
-            self.target.on_first_host_key(seen)
-        self.target.known_host_key = seen
+        self.target.known_host_key = self.target.first_contact_key = seen
 
 
 def _changed_message(known: HostKey, key: paramiko.PKey) -> str:
@@ -249,9 +246,18 @@ def _drain(chan: paramiko.Channel, deadline: float) -> tuple[str, str]:
             raise EOFError("channel closed before the command finished")
 
 
+# What paramiko says when a port accepts TCP but no SSH server answers in time.
+_NO_SSH_ANSWER = {"No existing session", "Error reading SSH protocol banner"}
+
+
 def _reason(exc: BaseException) -> str:
-    if isinstance(exc, ConnectionRefusedError):
+    if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
+        # paramiko tried each resolved address; report the first underlying failure
+        exc = next(iter(exc.errors.values()), exc)
+    if isinstance(exc, ConnectionRefusedError) or getattr(exc, "errno", None) == 111:
         return "connection refused"
     if isinstance(exc, (socket.timeout, TimeoutError)):
         return "timed out"
+    if isinstance(exc, paramiko.SSHException) and str(exc) in _NO_SSH_ANSWER:
+        return "timed out waiting for the SSH server to answer"
     return str(exc) or type(exc).__name__

@@ -4,13 +4,16 @@ import pytest
 from django.contrib.auth import get_user_model
 
 
+@pytest.fixture(scope="session")
+def hive_data_dir(tmp_path_factory):
+    """The data directory of the service under test (keys, generated files)."""
+    return tmp_path_factory.mktemp("hive-data")
+
+
 @pytest.fixture(autouse=True)
-def _isolated_data_dir(settings, tmp_path_factory):
-    """Keys and other files written by the code under test go to a per-session temp dir."""
-    data = tmp_path_factory.getbasetemp() / "hive-data"
-    data.mkdir(exist_ok=True)
-    settings.HIVE_DATA_DIR = data
-    settings.SSH_KEY_PATH = data / "ssh" / "id_ed25519"
+def _isolated_data_dir(settings, hive_data_dir):
+    settings.HIVE_DATA_DIR = hive_data_dir
+    settings.SSH_KEY_PATH = hive_data_dir / "ssh" / "id_ed25519"
 
 
 @pytest.fixture

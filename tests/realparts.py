@@ -1,0 +1,138 @@
+"""Real parts the integration tests start: an unprivileged OpenSSH sshd and fake GPUs.
+
+Where sshd (or screen) is not installed the tests skip with a reason; with
+HIVE_REQUIRE_INTEGRATION=1 (set by .ci/run) those skips become failures.
+"""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+SSHD = "/usr/sbin/sshd"
+FAKE_BIN = Path(__file__).parent / "fake_bin"
+REQUIRED = os.environ.get("HIVE_REQUIRE_INTEGRATION") == "1"
+
+
+def require(condition: bool, reason: str) -> None:
+    """Skip (locally) or fail (in CI) when a real part is missing."""
+    if condition:
+        return
+    if REQUIRED:
+        pytest.fail(f"HIVE_REQUIRE_INTEGRATION=1 but {reason}")
+    pytest.skip(reason)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Sshd:
+    """An sshd listening on 127.0.0.1..N at one high port, with its own host key."""
+
+    def __init__(self, workdir: Path, authorized_key: str, fake_gpu_dir: Path, addresses=3):
+        self.workdir = workdir
+        self.port = free_port()
+        self.addresses = [f"127.0.0.{i}" for i in range(1, addresses + 1)]
+        self.host_key = workdir / "ssh_host_ed25519_key"
+        self.fake_gpu_dir = fake_gpu_dir
+        workdir.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.host_key)], check=True
+        )
+        (workdir / "authorized_keys").write_text(authorized_key + "\n")
+        self.config = workdir / "sshd_config"
+        self.config.write_text(self._config())
+        self.log = workdir / "sshd.log"
+        self.proc = None
+
+    def _config(self) -> str:
+        listen = "\n".join(f"ListenAddress {a}:{self.port}" for a in self.addresses)
+        path = f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+        return f"""{listen}
+HostKey {self.host_key}
+PidFile {self.workdir}/sshd.pid
+AuthorizedKeysFile {self.workdir}/authorized_keys
+UsePAM no
+StrictModes no
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PrintMotd no
+MaxStartups 100
+MaxSessions 100
+SetEnv PATH={path} FAKE_GPU_DIR={self.fake_gpu_dir}
+"""
+
+    def start(self) -> "Sshd":
+        if os.geteuid() == 0:
+            Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        self.proc = subprocess.Popen(
+            [SSHD, "-D", "-e", "-f", str(self.config)],
+            stderr=self.log.open("a"),
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"sshd exited: {self.log.read_text()}")
+            try:
+                socket.create_connection((self.addresses[0], self.port), timeout=0.5).close()
+                return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("sshd did not start listening")
+
+    def stop(self) -> None:
+        """Stop the server and every connection it serves, as when a host goes down."""
+        if self.proc and self.proc.poll() is None:
+            # Each connection's sshd calls setsid(), so signal the children one by one.
+            for pid in _children(self.proc.pid):
+                os.kill(pid, signal.SIGTERM)
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+    def public_host_key(self) -> str:
+        return (self.workdir / "ssh_host_ed25519_key.pub").read_text().split()[1]
+
+
+def _children(parent: int) -> list[int]:
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # the command name (2nd field) may hold spaces; fields after ")" are fixed
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == parent:
+            children.append(int(stat.parent.name))
+    return children
+
+
+class FakeGpus:
+    """Writes what the fake nvidia-smi prints for one host address."""
+
+    def __init__(self, root: Path, address: str):
+        self.dir = root / address
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.set_mode("normal")
+        self.set_processes([])
+
+    def set_mode(self, mode: str) -> None:
+        (self.dir / "mode").write_text(mode)
+
+    def set_gpus(self, rows: list[str]) -> None:
+        (self.dir / "query-gpu.csv").write_text("".join(r + "\n" for r in rows))
+
+    def set_processes(self, rows: list[str]) -> None:
+        (self.dir / "query-compute-apps.csv").write_text("".join(r + "\n" for r in rows))
+
+
+def sshd_available() -> bool:
+    return Path(SSHD).exists() and shutil.which("ssh-keygen") is not None
