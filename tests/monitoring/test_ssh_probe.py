@@ -5,14 +5,13 @@ import pwd
 import socket
 import time
 
-import pytest
 from django.core.management import call_command
 
 from monitoring.connections import pool
 from monitoring.inventory import probe_all, probe_and_record
 from monitoring.models import Device, Host
 from tests.monitoring.conftest import make_host
-from tests.realparts import Sshd
+from tests.realparts import Sshd, require
 
 LONG_USER = "gpuhive-longname-user"
 UUID0 = "GPU-10fb0fbd-2696-43f3-467f-d280d906a107"
@@ -58,18 +57,22 @@ def test_it_reports_gpus_and_real_process_owners(ssh_host, gpus, real_processes)
 
 
 def test_it_shows_full_long_user_names(ssh_host, gpus, real_processes):
-    try:
-        pwd.getpwnam(LONG_USER)
-    except KeyError:
-        pytest.skip(f"user {LONG_USER} does not exist (.ci/run creates it)")
-    if os.geteuid() != 0:
-        pytest.skip("starting a process as another user needs root")
+    require(os.geteuid() == 0, "starting a process as another user needs root")
+    require(_user_exists(LONG_USER), f"user {LONG_USER} does not exist (.ci/run creates it)")
     theirs = real_processes(["sleep", "302"], user=LONG_USER)
     fake = gpus("127.0.0.2")
     fake.set_gpus([gpu_row(0, UUID0)])
     fake.set_processes([f"{UUID0}, {theirs.pid}, 100, sleep"])
     result = probe_and_record(ssh_host)
     assert [p.user for p in result.processes] == [LONG_USER]
+
+
+def _user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
 
 
 def test_it_marks_a_vanished_gpu_lost_and_keeps_it(ssh_host, gpus):

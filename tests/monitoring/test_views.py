@@ -1,0 +1,142 @@
+"""Permissions and content of the inventory pages, API and admin console."""
+
+import pytest
+from django.urls import reverse
+
+from monitoring.models import Device, Host
+from monitoring.tasks import probe_host_now
+
+SNAPSHOT = {
+    "host": "node-1",
+    "reachable": True,
+    "error": None,
+    "gpus": [
+        {
+            "index": 0,
+            "uuid": "GPU-1",
+            "name": "Tesla T4",
+            "memory_total_mib": 15360,
+            "memory_used_mib": 512,
+            "utilization_gpu": 7,
+            "utilization_memory": 1,
+            "temperature_c": 40,
+            "power_w": None,
+        }
+    ],
+    "processes": [
+        {"gpu_uuid": "GPU-1", "pid": 42, "user": None, "command": "python x.py", "memory_mib": 500}
+    ],
+    "cpu": {"utilization": 3.5, "memory_total_mib": 1000, "memory_used_mib": 100},
+}
+
+
+@pytest.fixture
+def node(db):
+    host = Host.objects.create(
+        name="node-1",
+        address="10.0.0.1",
+        status=Host.Status.UP,
+        last_snapshot=SNAPSHOT,
+        host_key="AAAAsecret",
+        host_key_type="ssh-ed25519",
+        host_key_fingerprint="SHA256:x",
+    )
+    Device.objects.create(host=host, index=0, uuid="GPU-1", name="Tesla T4")
+    Host.objects.create(
+        name="node-2",
+        address="10.0.0.2",
+        status=Host.Status.UNREACHABLE,
+        last_error="cannot connect to 10.0.0.2:22: timed out",
+    )
+    return host
+
+
+PAGES = [reverse("overview"), "/api/hosts/", "/api/devices/"]
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_anonymous_users_see_nothing(client, node, url):
+    response = client.get(url)
+    assert response.status_code in (302, 403)
+    assert b"node-1" not in response.content
+
+
+@pytest.mark.parametrize("url", PAGES)
+@pytest.mark.parametrize("persona", ["owner", "other_user", "admin_user"])
+def test_signed_in_users_see_the_lab(client, node, url, persona, request):
+    client.force_login(request.getfixturevalue(persona))
+    response = client.get(url)
+    assert response.status_code == 200
+    assert b"node-1" in response.content or b"GPU-1" in response.content
+
+
+def test_the_overview_shows_gpus_processes_and_down_hosts(client, node, owner):
+    client.force_login(owner)
+    html = client.get(reverse("overview")).content.decode()
+    assert "Tesla T4" in html and "python x.py" in html
+    assert "unknown owner" in html
+    assert "Unreachable" in html and "timed out" in html
+
+
+def test_the_api_never_shows_the_raw_host_key(client, node, owner):
+    client.force_login(owner)
+    assert b"AAAAsecret" not in client.get("/api/hosts/").content
+
+
+def test_the_inventory_api_is_read_only(client, node, admin_user):
+    client.force_login(admin_user)
+    response = client.post("/api/hosts/", {"name": "x", "address": "10.0.0.3"})
+    assert response.status_code == 405
+    assert Host.objects.count() == 2
+
+
+@pytest.mark.parametrize(
+    ("persona", "status"), [("owner", 302), ("other_user", 302), ("admin_user", 200)]
+)
+def test_only_admins_reach_the_operator_console(client, node, persona, status, request):
+    client.force_login(request.getfixturevalue(persona))
+    assert client.get(reverse("admin:monitoring_host_changelist")).status_code == status
+    assert client.get(reverse("admin:monitoring_device_changelist")).status_code == status
+
+
+def test_the_admin_lists_hosts_with_their_status_and_filters(client, node, admin_user):
+    client.force_login(admin_user)
+    html = client.get(reverse("admin:monitoring_host_changelist") + "?status=unreachable")
+    assert "node-2" in html.content.decode() and "node-1" not in html.content.decode()
+
+
+def test_probe_now_queues_a_background_probe(
+    client, node, admin_user, django_capture_on_commit_callbacks
+):
+    from django_q.models import OrmQ
+
+    client.force_login(admin_user)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            reverse("admin:monitoring_host_changelist"),
+            {"action": "probe_now", "_selected_action": [node.pk]},
+            follow=True,
+        )
+    assert "Probe queued for 1 host" in response.content.decode()
+    assert OrmQ.objects.count() == 1
+
+
+def test_the_probe_task_records_its_outcome_on_the_host(db, settings):
+    settings.SSH_CONNECT_TIMEOUT = 1
+    host = Host.objects.create(name="gone", address="127.0.0.1", port=1)
+    assert "connection refused" in probe_host_now(host.pk)
+    host.refresh_from_db()
+    assert host.status == Host.Status.UNREACHABLE and "connection refused" in host.last_error
+    assert probe_host_now(999) == "host 999 no longer exists"
+
+
+def test_forget_host_key_lets_the_next_key_in(client, node, admin_user):
+    node.status = Host.Status.HOST_KEY_CHANGED
+    node.save()
+    client.force_login(admin_user)
+    client.post(
+        reverse("admin:monitoring_host_changelist"),
+        {"action": "forget_host_key", "_selected_action": [node.pk]},
+    )
+    node.refresh_from_db()
+    assert node.host_key == "" and node.status == Host.Status.UNKNOWN
