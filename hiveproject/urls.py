@@ -16,6 +16,7 @@ for app_urls in (accesscontrol.urls, reservations.urls, jobs.urls):
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include(router.urls)),
     path("api-auth/", include("rest_framework.urls")),
     path("access/", include("accesscontrol.urls")),

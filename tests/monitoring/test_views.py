@@ -140,3 +140,17 @@ def test_forget_host_key_lets_the_next_key_in(client, node, admin_user):
     )
     node.refresh_from_db()
     assert node.host_key == "" and node.status == Host.Status.UNKNOWN
+
+
+def test_a_user_who_is_not_staff_logs_in_on_the_login_page(client, owner, node):
+    response = client.post(
+        reverse("login"), {"username": "owner", "password": "pw-owner-1"}, follow=True
+    )
+    assert response.redirect_chain[-1][0] == reverse("overview")
+    assert "node-1" in response.content.decode()
+
+
+def test_a_wrong_password_is_refused_with_a_message(client, owner):
+    response = client.post(reverse("login"), {"username": "owner", "password": "nope"})
+    assert response.status_code == 200
+    assert "didn't match" in response.content.decode()
