@@ -4,3 +4,7 @@ from django.apps import AppConfig
 class AccesscontrolConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "accesscontrol"
+    verbose_name = "Access control"
+
+    def ready(self):
+        from . import receivers  # noqa: F401  (connects the signal receivers)

@@ -1,5 +1,15 @@
 """Pages and API routes of access control (wired in hiveproject/urls.py)."""
 
-urlpatterns = []
+from django.urls import path
+
+from . import api, views
+
+urlpatterns = [
+    path("week/", views.week, name="access-week"),
+    path("signup/", views.signup, name="access-signup"),
+]
 # (prefix, viewset) pairs registered on the project's /api/ router.
-api_routes = []
+api_routes = [
+    ("grants", api.GrantViewSet),
+    ("access", api.AccessViewSet),
+]

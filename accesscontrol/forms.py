@@ -1,0 +1,55 @@
+"""Forms of the access pages: choosing what the week grid shows, and self-sign-up."""
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.models import Group
+
+from monitoring.models import username_validator
+
+from .models import Profile
+from .signup import SignupRefused, prove_unix_account, signup_hosts
+
+
+class WeekForm(forms.Form):
+    """Which week, and (for operators and host admins) whose access."""
+
+    week = forms.DateField(required=False, help_text="Any day of the week to show.")
+    user = forms.ModelChoiceField(get_user_model().objects.order_by("username"), required=False)
+    group = forms.ModelChoiceField(Group.objects.order_by("name"), required=False)
+
+    def clean(self):
+        data = super().clean()
+        if data.get("user") and data.get("group"):
+            raise forms.ValidationError("Choose a user or a group, not both.")
+        return data
+
+
+class SignupForm(UserCreationForm):
+    """A new account named after a UNIX account the user proves to own on a host."""
+
+    host = forms.ModelChoiceField(queryset=None, help_text="A host where you have an account.")
+
+    class Meta(UserCreationForm.Meta):
+        model = get_user_model()
+        fields = ["username", "email"]
+        labels = {"username": "UNIX user name on that host"}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["host"].queryset = signup_hosts()
+        self.fields["username"].validators.append(username_validator)
+        self.fields["email"].required = True
+
+    def _post_clean(self):
+        super()._post_clean()  # passwords are checked here, before we try to log in anywhere
+        if self.errors:
+            return
+        username = self.cleaned_data["username"]
+        if Profile.objects.filter(unix_username=username).exists():
+            self.add_error("username", f"The UNIX account {username} already has a user here.")
+            return
+        try:
+            prove_unix_account(self.cleaned_data["host"], username)
+        except SignupRefused as exc:
+            self.add_error(None, str(exc))

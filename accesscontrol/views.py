@@ -1,0 +1,84 @@
+"""Pages: the week grid of when and where someone may book, and self-sign-up."""
+
+from datetime import timedelta
+
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import Group
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.http import Http404
+from django.shortcuts import redirect, render
+
+from monitoring.keys import public_key_line
+from monitoring.models import Device
+
+from .coverage import active_ban, coverage_map
+from .forms import SignupForm, WeekForm
+from .models import Grant, site_today, site_zone
+from .permissions import may_inspect_others, permission_name, restrict
+from .services import profile_for
+from .signup import self_signup_enabled
+from .weekgrid import week_days, week_rows
+
+
+def _visible_devices(viewer, inspecting_other: bool):
+    """All present GPUs; a host admin looking at someone else sees only their own hosts."""
+    devices = Device.objects.filter(status=Device.Status.PRESENT).select_related("host")
+    if inspecting_other and not viewer.has_perm(permission_name(Grant, "view")):
+        devices = restrict(devices, viewer, "change")
+    return list(devices)
+
+
+def _who(principal, viewer) -> str:
+    if isinstance(principal, Group):
+        return f"the group {principal.name}"
+    return "you" if principal == viewer else principal.get_username()
+
+
+@login_required
+def week(request):
+    """When and where the user (or a chosen user or group) may book, for one week."""
+    form = WeekForm(request.GET)
+    if not form.is_valid():
+        return render(request, "accesscontrol/week.html", {"form": form}, status=400)
+    principal = form.cleaned_data["group"] or form.cleaned_data["user"] or request.user
+    inspecting_other = principal != request.user
+    if inspecting_other and not may_inspect_others(request.user):
+        raise PermissionDenied("Only admins and host admins may look at other users' access.")
+    zone = site_zone()
+    days = week_days(form.cleaned_data["week"] or site_today(), zone)
+    devices = _visible_devices(request.user, inspecting_other)
+    coverage = coverage_map(principal, days[0].start, days[-1].end, devices)
+    context = {
+        "form": form,
+        "who": _who(principal, request.user),
+        "days": days,
+        "rows": week_rows(coverage, days, zone),
+        "ban": None if isinstance(principal, Group) else active_ban(principal),
+        "zone": zone.key,
+        "previous_week": days[0].day - timedelta(days=7),
+        "next_week": days[0].day + timedelta(days=7),
+        "may_inspect": may_inspect_others(request.user),
+    }
+    return render(request, "accesscontrol/week.html", context)
+
+
+def signup(request):
+    """Create an account by proving a UNIX account on a host (only with SELF_SIGNUP on)."""
+    if not self_signup_enabled():
+        raise Http404("Self-sign-up is turned off.")
+    if request.user.is_authenticated:
+        return redirect("access-week")
+    form = SignupForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            user = form.save()
+            profile = profile_for(user)
+            profile.unix_username = user.get_username()
+            profile.save(update_fields=["unix_username"])
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        return redirect("access-week")
+    status = 400 if request.method == "POST" else 200
+    context = {"form": form, "public_key": public_key_line()}
+    return render(request, "accesscontrol/signup.html", context, status=status)
