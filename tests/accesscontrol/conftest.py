@@ -54,3 +54,26 @@ def host_admin(node1):
     user = get_user_model().objects.create_user("keeper", "keeper@example.org", "pw-keeper-1")
     make_host_admin(user, node1)
     return user
+
+
+PERSONAS = ["anonymous", "user", "other_user", "host_admin", "superuser"]
+
+
+@pytest.fixture
+def login_as(client, owner, other_user, host_admin, admin_user):
+    """Log the test client in as one of the personas; returns the user (None: anonymous)."""
+    people = {
+        "anonymous": None,
+        "user": owner,
+        "other_user": other_user,
+        "host_admin": host_admin,
+        "superuser": admin_user,
+    }
+
+    def login(persona: str):
+        client.logout()
+        if people[persona] is not None:
+            client.force_login(people[persona], "django.contrib.auth.backends.ModelBackend")
+        return people[persona]
+
+    return login

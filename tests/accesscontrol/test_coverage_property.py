@@ -76,7 +76,8 @@ def save_grant(spec, people, node1, gpu):
     grant.hosts.set([node1])
     grant.devices.set([gpu])
     for days, opens, closes in window_list:
-        Window.objects.create(grant=grant, weekdays="".join(map(str, days)), start=opens, end=closes)
+        digits = "".join(map(str, days))
+        Window.objects.create(grant=grant, weekdays=digits, start=opens, end=closes)
 
 
 def applies(spec, device, node1, gpu) -> bool:
