@@ -140,6 +140,9 @@ else:
                 "timeout": 20,
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             },
+            # A file, not the in-memory default: tests run workers in threads and processes
+            # against it, as production does (WAL, busy timeout, IMMEDIATE transactions).
+            "TEST": {"NAME": str(HIVE_DATA_DIR / "test.sqlite3")},
         }
     }
 
@@ -223,6 +226,11 @@ SSH_KEEPALIVE = envint("SSH_KEEPALIVE", 15)
 NVIDIA_SMI_TIMEOUT = envfloat("NVIDIA_SMI_TIMEOUT", 10.0)
 # Longest pause between reconnect attempts to a host that keeps failing.
 SSH_MAX_BACKOFF = envfloat("SSH_MAX_BACKOFF", 60.0)
+
+# --- Reservations ------------------------------------------------------------------------
+RESERVATION_MIN_MINUTES = envint("RESERVATION_MIN_MINUTES", 30)
+RESERVATION_MAX_DAYS = envint("RESERVATION_MAX_DAYS", 8)
+RESERVATION_START_GRACE_SECONDS = envint("RESERVATION_START_GRACE_SECONDS", 60)
 
 LOGGING = {
     "version": 1,

@@ -1,0 +1,75 @@
+"""Reservations API: everyone signed in sees the calendar; only owners and admins change it."""
+
+from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import exceptions, serializers, status, viewsets
+from rest_framework.response import Response
+
+from monitoring.models import Device
+
+from . import services
+from .models import Reservation
+
+
+class ReservationSerializer(serializers.ModelSerializer):
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    devices = serializers.PrimaryKeyRelatedField(
+        many=True, queryset=Device.objects.select_related("host")
+    )
+
+    class Meta:
+        model = Reservation
+        fields = [
+            "id",
+            "title",
+            "description",
+            "devices",
+            "start",
+            "end",
+            "owner",
+            "status",
+            "note",
+        ]
+        read_only_fields = ["status", "note"]
+
+
+def as_api_error(exc: DjangoValidationError) -> exceptions.ValidationError:
+    """Field errors plus one human `detail`, the shape every API error has."""
+    if hasattr(exc, "message_dict"):
+        errors = dict(exc.message_dict)
+        errors["detail"] = " ".join(m for msgs in exc.message_dict.values() for m in msgs)
+    else:
+        errors = {"detail": " ".join(exc.messages)}
+    return exceptions.ValidationError(errors)
+
+
+class ReservationViewSet(viewsets.ModelViewSet):
+    queryset = Reservation.objects.select_related("owner").prefetch_related("devices")
+    serializer_class = ReservationSerializer
+
+    def perform_create(self, serializer):
+        data = serializer.validated_data
+        try:
+            serializer.instance = services.create_reservation(self.request.user, **data)
+        except DjangoValidationError as exc:
+            raise as_api_error(exc) from None
+
+    def perform_update(self, serializer):
+        try:
+            services.update_reservation(
+                serializer.instance, self.request.user, **serializer.validated_data
+            )
+        except DjangoValidationError as exc:
+            raise as_api_error(exc) from None
+        except PermissionDenied as exc:
+            raise exceptions.PermissionDenied(str(exc)) from None
+
+    def destroy(self, request, *args, **kwargs):
+        """Cancel (an ongoing reservation is ended now and kept)."""
+        try:
+            services.cancel_reservation(self.get_object(), request.user)
+        except DjangoValidationError as exc:
+            raise as_api_error(exc) from None
+        except PermissionDenied as exc:
+            raise exceptions.PermissionDenied(str(exc)) from None
+        return Response(status=status.HTTP_204_NO_CONTENT)

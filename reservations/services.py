@@ -1,0 +1,166 @@
+"""Creating, editing and cancelling reservations: check the rules, then change, as one unit.
+
+Every change is one transaction. The database has the last word on double booking (see
+migration 0002); the Python check before it only exists to name the conflicting booking.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accesscontrol.coverage import check_access, local_text
+from monitoring.models import Device
+
+from .models import Reservation, ReservedDevice
+
+OVERLAP_GUARD = "reserved_device_no_overlap"
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The booking rules; each is a setting so a lab can change it."""
+
+    min_duration: timedelta
+    max_duration: timedelta
+    start_grace: timedelta
+
+    @classmethod
+    def from_settings(cls) -> "Rules":
+        return cls(
+            timedelta(minutes=settings.RESERVATION_MIN_MINUTES),
+            timedelta(days=settings.RESERVATION_MAX_DAYS),
+            timedelta(seconds=settings.RESERVATION_START_GRACE_SECONDS),
+        )
+
+
+def check_period(start: datetime, end: datetime, now: datetime, rules: Rules) -> None:
+    if end <= start:
+        raise ValidationError({"end": "The reservation must end after it starts."})
+    if end - start < rules.min_duration:
+        minutes = int(rules.min_duration.total_seconds() // 60)
+        raise ValidationError({"end": f"A reservation lasts at least {minutes} minutes."})
+    if end - start > rules.max_duration:
+        raise ValidationError(
+            {"end": f"A reservation lasts at most {rules.max_duration.days} days."}
+        )
+    if start < now - rules.start_grace:
+        raise ValidationError({"start": "A reservation cannot start in the past."})
+
+
+def check_devices(owner, devices: list[Device], start: datetime, end: datetime) -> None:
+    """Each GPU must exist now and be usable by the owner over the whole period."""
+    if not devices:
+        raise ValidationError({"devices": "Choose at least one GPU."})
+    lost = [str(d) for d in devices if d.status == Device.Status.LOST]
+    if lost:
+        raise ValidationError({"devices": f"GPU(s) no longer present: {', '.join(lost)}."})
+    refusals = [check_access(owner, d, start, end) for d in devices]
+    reasons = [r.reason for r in refusals if not r.allowed]
+    if reasons:
+        raise ValidationError({"devices": reasons})
+
+
+def conflict_message(devices: list[Device], start: datetime, end: datetime, exclude=None) -> str:
+    clash = (
+        ReservedDevice.objects.filter(device__in=devices, holds=True, start__lt=end, end__gt=start)
+        .exclude(reservation=exclude)
+        .select_related("device__host", "reservation__owner")
+        .first()
+    )
+    if clash is None:  # the other booking was cancelled in between: still refused, say so
+        return "One of these GPUs was booked at the same moment by someone else; try again."
+    return (
+        f"GPU {clash.device} is already reserved by {clash.reservation.owner} from "
+        f"{local_text(clash.start)} to {local_text(clash.end)}."
+    )
+
+
+def _save_slots(reservation: Reservation, devices: list[Device]) -> None:
+    """Write the exclusive rows; the database refuses overlaps (IntegrityError)."""
+    try:
+        with transaction.atomic():
+            reservation.slots.all().delete()
+            ReservedDevice.objects.bulk_create(
+                ReservedDevice(
+                    reservation=reservation, device=d, start=reservation.start, end=reservation.end
+                )
+                for d in devices
+            )
+    except IntegrityError as exc:
+        if OVERLAP_GUARD not in str(exc):
+            raise
+        message = conflict_message(devices, reservation.start, reservation.end, reservation)
+        raise ValidationError({"devices": message}) from None
+
+
+@transaction.atomic
+def create_reservation(owner, *, title, devices, start, end, description="") -> Reservation:
+    devices = list(devices)
+    check_period(start, end, timezone.now(), Rules.from_settings())
+    check_devices(owner, devices, start, end)
+    reservation = Reservation.objects.create(
+        owner=owner, title=title, description=description, start=start, end=end
+    )
+    _save_slots(reservation, devices)
+    return reservation
+
+
+def check_can_change(reservation: Reservation, user) -> None:
+    if not (user.is_superuser or reservation.owner_id == user.pk):
+        raise PermissionDenied("Only the owner or an admin may change this reservation.")
+    if reservation.status == Reservation.Status.CANCELLED:
+        raise ValidationError("This reservation is cancelled.")
+    if reservation.end <= timezone.now():
+        raise ValidationError("This reservation is over and can no longer be changed.")
+
+
+@transaction.atomic
+def update_reservation(reservation: Reservation, user, **changes) -> Reservation:
+    """Edit a reservation. Once started, only its end may move, and not before now."""
+    check_can_change(reservation, user)
+    now = timezone.now()
+    devices = list(changes.pop("devices", reservation.devices.all()))
+    if reservation.start <= now:
+        _check_started_edit(reservation, changes, devices, now)
+        check_devices(reservation.owner, devices, now, changes.get("end", reservation.end))
+    for field in ("title", "description", "start", "end"):
+        if field in changes:
+            setattr(reservation, field, changes[field])
+    if reservation.start > now:
+        check_period(reservation.start, reservation.end, now, Rules.from_settings())
+        check_devices(reservation.owner, devices, reservation.start, reservation.end)
+    reservation.save()
+    _save_slots(reservation, devices)
+    return reservation
+
+
+def _check_started_edit(reservation, changes, devices, now) -> None:
+    if "start" in changes and changes["start"] != reservation.start:
+        raise ValidationError({"start": "The reservation has started: its start cannot move."})
+    if set(devices) != set(reservation.devices.all()):
+        raise ValidationError({"devices": "The reservation has started: its GPUs cannot change."})
+    end = changes.get("end", reservation.end)
+    if end < now:
+        raise ValidationError({"end": "The end cannot be moved into the past."})
+    if end - reservation.start > Rules.from_settings().max_duration:
+        raise ValidationError({"end": "A reservation lasts at most the maximum duration."})
+
+
+@transaction.atomic
+def cancel_reservation(reservation: Reservation, user, note: str = "") -> Reservation:
+    """Cancel a future reservation; end an ongoing one now (its history is kept)."""
+    check_can_change(reservation, user)
+    now = timezone.now()
+    if reservation.start < now:
+        reservation.end = now
+        reservation.slots.update(end=now)
+    else:
+        reservation.status = Reservation.Status.CANCELLED
+        reservation.slots.update(holds=False)
+    reservation.note = note or reservation.note
+    reservation.save()
+    return reservation
