@@ -5,6 +5,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from accesscontrol.services import ensure_default_group
 from monitoring.hostsfile import HostsFileError, read_hosts_file, save_hosts
 from monitoring.setup import create_first_admin, register_localhost, write_site_settings
 
@@ -87,7 +88,5 @@ class Command(BaseCommand):
         self.stdout.write(f"Hosts added: {len(created)}, updated: {len(updated)}.")
 
     def _default_group(self):
-        from accesscontrol.services import ensure_default_group
-
         group = ensure_default_group()
         self.stdout.write(f"Group '{group.name}' may use every GPU.")
