@@ -3,7 +3,7 @@ from django.db import transaction
 from django.utils.html import format_html
 from django_q.tasks import async_task
 
-from .models import Device, Host
+from .models import Activity, Device, Host
 
 
 class DeviceInline(admin.TabularInline):
@@ -77,3 +77,28 @@ class DeviceAdmin(admin.ModelAdmin):
     list_filter = ["status", "host", "name"]
     search_fields = ["uuid", "name", "host__name"]
     readonly_fields = ["host", "index", "uuid", "first_seen", "last_seen"]
+
+
+@admin.register(Activity)
+class ActivityAdmin(admin.ModelAdmin):
+    """Background activities (probing loop, history cleanup): who runs them and how they fare."""
+
+    list_display = ["name", "holder", "lease_expires", "last_success_at", "last_summary", "error"]
+    readonly_fields = [
+        "name",
+        "holder",
+        "lease_expires",
+        "last_success_at",
+        "last_summary",
+        "last_error_at",
+        "last_error",
+    ]
+
+    @admin.display(description="last error")
+    def error(self, activity):
+        if not activity.last_error:
+            return ""
+        return f"{activity.last_error_at:%Y-%m-%d %H:%M:%S}: {activity.last_error[:80]}"
+
+    def has_add_permission(self, request):
+        return False

@@ -31,9 +31,13 @@ def probe_all(hosts: list[Host]) -> list[ProbeResult]:
 
 
 @transaction.atomic
-def record_probe(host: Host, result: ProbeResult) -> None:
-    """Store the probe on the host and sync its GPUs (only when nvidia-smi answered)."""
+def record_probe(host: Host, result: ProbeResult, seconds: float | None = None) -> None:
+    """Store the probe on the host and sync its GPUs (only when nvidia-smi answered).
+
+    ``seconds`` is how long the probe took (the loop measures it for /metrics).
+    """
     now = timezone.now()
+    host.last_probe_seconds = seconds
     host.status = result.status
     host.last_probe_at = now
     host.last_error = result.error or ""
@@ -42,7 +46,16 @@ def record_probe(host: Host, result: ProbeResult) -> None:
         host.last_seen = now
     if result.new_host_key:
         record_host_key(host, result.new_host_key)
-    host.save(update_fields=["status", "last_probe_at", "last_error", "last_snapshot", "last_seen"])
+    host.save(
+        update_fields=[
+            "status",
+            "last_probe_at",
+            "last_error",
+            "last_snapshot",
+            "last_seen",
+            "last_probe_seconds",
+        ]
+    )
     if result.gpus is not None:
         sync_devices(host, result, now)
 

@@ -51,6 +51,9 @@ class Host(models.Model):
     # The latest probe, in the shape `manage.py probe --json` prints: pages read this
     # instead of reaching the host themselves.
     last_snapshot = models.JSONField(null=True, blank=True, editable=False)
+    last_probe_seconds = models.FloatField(
+        null=True, blank=True, help_text="How long the last probe took."
+    )
 
     # Trust on first use: the key seen at first contact, then required on every connect.
     host_key_type = models.CharField(max_length=64, blank=True)
@@ -101,3 +104,78 @@ class Device(models.Model):
 
     def __str__(self):
         return f"{self.host.name}:{self.index}"
+
+
+class Activity(models.Model):
+    """A background activity's lease and health, shown in the admin.
+
+    The probing loop holds the row named ``probe-loop`` as a lease: only the holder whose
+    lease has not expired may probe, so exactly one loop runs cluster-wide. Every activity
+    records its last success and its last failure here, so nothing dies silently.
+    """
+
+    name = models.SlugField(max_length=50, unique=True)
+    holder = models.CharField(max_length=100, blank=True, help_text="Who holds the lease.")
+    lease_expires = models.DateTimeField(null=True, blank=True)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_summary = models.CharField(max_length=255, blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        verbose_name_plural = "activities"
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Resolution(models.IntegerChoices):
+    """History tiers: raw samples, then minute and hour averages (step in seconds)."""
+
+    RAW = 0, "raw"
+    MINUTE = 60, "minute"
+    HOUR = 3600, "hour"
+
+
+class GpuMetric(models.Model):
+    """One GPU's metrics at a time: a raw sample, or the average over one step."""
+
+    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="metrics")
+    step = models.PositiveIntegerField(choices=Resolution.choices, default=Resolution.RAW)
+    time = models.DateTimeField(help_text="Sample time, or the start of the averaged step.")
+    utilization_gpu = models.FloatField(null=True)
+    utilization_memory = models.FloatField(null=True)
+    memory_used_mib = models.FloatField(null=True)
+    temperature_c = models.FloatField(null=True)
+    power_w = models.FloatField(null=True)
+
+    class Meta:
+        # History queries and retention filter by (device, step, time) or (step, time).
+        indexes = [
+            models.Index(fields=["device", "step", "time"], name="gpumetric_device_step_time"),
+            models.Index(fields=["step", "time"], name="gpumetric_step_time"),
+        ]
+
+    def __str__(self):
+        return f"{self.device_id} @ {self.time:%Y-%m-%d %H:%M:%S} ({self.get_step_display()})"
+
+
+class HostMetric(models.Model):
+    """One host's CPU and RAM at a time: a raw sample, or the average over one step."""
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="metrics")
+    step = models.PositiveIntegerField(choices=Resolution.choices, default=Resolution.RAW)
+    time = models.DateTimeField()
+    cpu_utilization = models.FloatField(null=True)
+    memory_used_mib = models.FloatField(null=True)
+    memory_total_mib = models.FloatField(null=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["host", "step", "time"], name="hostmetric_host_step_time"),
+            models.Index(fields=["step", "time"], name="hostmetric_step_time"),
+        ]
+
+    def __str__(self):
+        return f"{self.host_id} @ {self.time:%Y-%m-%d %H:%M:%S} ({self.get_step_display()})"

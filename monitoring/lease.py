@@ -1,0 +1,55 @@
+"""Leases on Activity rows: a conditional UPDATE that changes exactly one row wins.
+
+Works the same on SQLite and PostgreSQL, across processes and machines, with no lock held
+between calls: a holder that dies simply stops renewing, and its lease expires.
+"""
+
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from .models import Activity
+
+
+def activity(name: str) -> Activity:
+    """The activity's row, created at first use (two creators racing is fine)."""
+    try:
+        with transaction.atomic():
+            return Activity.objects.get_or_create(name=name)[0]
+    except IntegrityError:
+        return Activity.objects.get(name=name)
+
+
+def acquire(name: str, holder: str, seconds: float) -> bool:
+    """Take the lease if it is free, expired, or already ours; True if we hold it now."""
+    activity(name)
+    now = timezone.now()
+    free = Q(lease_expires__isnull=True) | Q(lease_expires__lte=now) | Q(holder=holder)
+    taken = Activity.objects.filter(free, name=name).update(
+        holder=holder, lease_expires=now + timedelta(seconds=seconds)
+    )
+    return taken == 1
+
+
+def renew(name: str, holder: str, seconds: float) -> bool:
+    """Extend our lease; False if someone else took it over after it expired.
+
+    A takeover always changes the holder, so "still ours" is just "holder is us".
+    """
+    renewed = Activity.objects.filter(name=name, holder=holder).update(
+        lease_expires=timezone.now() + timedelta(seconds=seconds)
+    )
+    return renewed == 1
+
+
+def release(name: str, holder: str) -> None:
+    """Give the lease up at once, so a successor need not wait for it to expire."""
+    Activity.objects.filter(name=name, holder=holder).update(holder="", lease_expires=None)
+
+
+def holder_of(name: str) -> tuple[str, object]:
+    """(holder, expiry) of the lease, for messages."""
+    row = activity(name)
+    return row.holder, row.lease_expires

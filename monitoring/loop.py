@@ -1,0 +1,228 @@
+"""The probing loop: one leased loop cluster-wide probes every enabled host each interval.
+
+django-q2 schedules resolve to about 30 s, so a scheduled task cannot fire every 2 s.
+Instead one task runs a loop for ``MONITORING_LOOP_SECONDS`` (shorter than the cluster's
+task timeout), holding the ``probe-loop`` lease and renewing it every cycle. When its time
+is up it releases the lease and enqueues its successor, which takes over at once. A
+schedule every minute restarts the loop if a worker died: the dead loop's lease expires
+after ``MONITORING_LEASE_SECONDS`` and the next run takes over. A run that finds the lease
+held by a live loop returns at once, so at most one worker is busy probing.
+"""
+
+import logging
+import os
+import socket
+import time
+import uuid
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import DatabaseError, transaction
+from django.utils import timezone
+from django_q.models import Schedule
+from django_q.tasks import async_task
+
+from . import history, lease
+from .inventory import record_probe
+from .models import Activity, Host
+from .probes import ProbeResult, probe_host
+from .signals import cycle_finished
+
+log = logging.getLogger(__name__)
+
+LOOP_ACTIVITY = "probe-loop"
+# Dashboards subscribed over Channels hear about each cycle in this group (with Redis).
+LIVE_GROUP = "monitoring-live"
+SCHEDULES = {
+    "monitoring: probing loop (watchdog)": ("monitoring.loop.run_probe_loop", 1),
+    "monitoring: history averages and retention": ("monitoring.history.run_retention", 5),
+}
+
+
+def interval() -> float:
+    return float(getattr(settings, "MONITORING_INTERVAL", 2.0))
+
+
+def lease_seconds() -> float:
+    """How long a silent loop keeps the lease: several cycles, so a slow one is not lost."""
+    return float(getattr(settings, "MONITORING_LEASE_SECONDS", max(5 * interval(), 10.0)))
+
+
+def loop_seconds() -> float:
+    """How long one task loops: well inside django-q2's timeout and retry (which re-run it)."""
+    cluster = getattr(settings, "Q_CLUSTER", {})
+    limit = min(cluster.get("timeout", 120), cluster.get("retry", 180)) - 20
+    return float(getattr(settings, "MONITORING_LOOP_SECONDS", max(limit, 10)))
+
+
+def run_probe_loop(run_for: float | None = None, handoff: bool = True) -> str:
+    """The scheduled task. Loops while it holds the lease, then hands over to a successor."""
+    loop = ProbeLoop()
+    summary = loop.run(run_for or loop_seconds())
+    if handoff and loop.completed:
+        async_task("monitoring.loop.run_probe_loop")
+    return summary
+
+
+def ensure_schedules() -> None:
+    """Create or update the monitoring schedules; safe to call on every start."""
+    for name, (func, minutes) in SCHEDULES.items():
+        Schedule.objects.update_or_create(
+            name=name,
+            defaults={
+                "func": func,
+                "schedule_type": Schedule.MINUTES,
+                "minutes": minutes,
+                "repeats": -1,
+            },
+        )
+
+
+def update_activity(**fields) -> None:
+    """Write the loop's health fields (the row is created at first use)."""
+    lease.activity(LOOP_ACTIVITY)
+    Activity.objects.filter(name=LOOP_ACTIVITY).update(**fields)
+
+
+def _timed_probe(host: Host) -> tuple[ProbeResult, float]:
+    started = time.monotonic()
+    try:
+        result = probe_host(host)
+    except Exception as exc:  # a bug in probing must not end the loop; the host shows it
+        log.exception("probing %s failed", host.name)
+        result = ProbeResult(host.name, False, Host.Status.ERROR, f"probe failed: {exc!r}")
+    return result, time.monotonic() - started
+
+
+class ProbeLoop:
+    """Probes all enabled hosts concurrently every interval while holding the lease.
+
+    A host whose probe outlasts the interval (dead, hung) stays in flight and is recorded
+    in the cycle in which it finishes; the other hosts are recorded on time meanwhile.
+    """
+
+    def __init__(self, holder: str | None = None):
+        self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.interval = interval()
+        threads = getattr(settings, "MONITORING_PROBE_THREADS", 128)
+        self.executor = ThreadPoolExecutor(threads, thread_name_prefix="probe")
+        self.in_flight: dict[int, tuple[Host, Future]] = {}
+        self.last_sample: dict[int, object] = {}
+        self.completed = False
+        self.cycles = 0
+
+    def run(self, run_for: float) -> str:
+        """Loop until run_for seconds passed or the lease is lost; returns a summary."""
+        if not lease.acquire(LOOP_ACTIVITY, self.holder, lease_seconds()):
+            holder, expires = lease.holder_of(LOOP_ACTIVITY)
+            return f"another loop ({holder}) holds the lease until {expires:%H:%M:%S}"
+        deadline = time.monotonic() + run_for
+        try:
+            while time.monotonic() < deadline:
+                started = time.monotonic()
+                if not lease.renew(LOOP_ACTIVITY, self.holder, lease_seconds()):
+                    return f"lease lost after {self.cycles} cycles"
+                self.cycle_safely()
+                time.sleep(max(0.0, self.interval - (time.monotonic() - started)))
+            self.completed = True
+            return f"{self.cycles} cycles"
+        finally:
+            lease.release(LOOP_ACTIVITY, self.holder)
+            self.executor.shutdown(wait=False, cancel_futures=True)
+
+    def cycle_safely(self) -> None:
+        """One cycle; a failure is recorded on the loop's Activity row and the loop goes on."""
+        try:
+            self.cycle()
+        except Exception as exc:
+            log.exception("probing cycle failed")
+            self.record_failure(f"cycle failed: {type(exc).__name__}: {exc}")
+
+    def cycle(self) -> list[int]:
+        """Probe, store, signal, publish. Returns the ids of the hosts recorded."""
+        started = time.monotonic()
+        self.start_probes()
+        # Wait for stragglers until shortly before the next cycle is due, not longer.
+        wait([f for _, f in self.in_flight.values()], timeout=0.8 * self.interval)
+        finished = self.take_finished()
+        now = timezone.now()
+        self.store(finished, now)
+        host_ids = [host.pk for host, _, _ in finished]
+        self.cycles += 1
+        self.record_cycle(len(host_ids), time.monotonic() - started, now)
+        self.notify(host_ids, now)
+        return host_ids
+
+    def start_probes(self) -> None:
+        for host in Host.objects.filter(enabled=True):
+            if host.pk not in self.in_flight:
+                self.in_flight[host.pk] = (host, self.executor.submit(_timed_probe, host))
+
+    def take_finished(self) -> list[tuple[Host, ProbeResult, float]]:
+        done = [pk for pk, (_, future) in self.in_flight.items() if future.done()]
+        finished = []
+        for pk in done:
+            host, future = self.in_flight.pop(pk)
+            finished.append((host, *future.result()))
+        return finished
+
+    def store(self, finished, now) -> None:
+        """Record every finished probe on its host, then the history samples, in one go."""
+        with transaction.atomic():
+            for host, result, seconds in finished:
+                self.record_host(host, result, seconds)
+            due = [(host, result) for host, result, _ in finished if self.sample_due(host, now)]
+            history.store_samples(due, now)
+
+    def record_host(self, host: Host, result: ProbeResult, seconds: float) -> None:
+        try:
+            with transaction.atomic():
+                record_probe(host, result, seconds=seconds)
+        except DatabaseError as exc:  # e.g. the host was deleted while being probed
+            self.record_failure(f"recording {host.name} failed: {exc}")
+
+    def sample_due(self, host: Host, now) -> bool:
+        """History keeps one raw sample per host per MONITORING_HISTORY_STEP, not per cycle.
+
+        Counted per host: a slow host that finishes in odd cycles still gets its samples.
+        """
+        step = getattr(settings, "MONITORING_HISTORY_STEP", 10.0)
+        last = self.last_sample.get(host.pk)
+        if last is not None and (now - last).total_seconds() < step - self.interval / 2:
+            return False
+        self.last_sample[host.pk] = now
+        return True
+
+    def record_cycle(self, hosts: int, seconds: float, now) -> None:
+        """The cycle's time is also the marker dashboards poll for fresh data."""
+        summary = f"cycle {self.cycles}: {hosts} hosts recorded in {seconds:.2f}s"
+        update_activity(last_success_at=now, last_summary=summary)
+
+    def notify(self, host_ids: list[int], now) -> None:
+        """Send the signal to subscribers, then tell live dashboards (channel layer)."""
+        responses = cycle_finished.send_robust(sender=ProbeLoop, host_ids=host_ids, finished_at=now)
+        for receiver, response in responses:
+            if isinstance(response, Exception):
+                name = getattr(receiver, "__qualname__", repr(receiver))
+                self.record_failure(f"cycle_finished receiver {name} failed: {response!r}")
+        self.publish(now)
+
+    def publish(self, now) -> None:
+        """Push to dashboards over the channel layer; with no shared layer they poll instead."""
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        try:
+            message = {"type": "cycle.finished", "finished_at": now.isoformat()}
+            async_to_sync(layer.group_send)(LIVE_GROUP, message)
+        except Exception as exc:
+            self.record_failure(f"publishing to the channel layer failed: {exc!r}")
+
+    def record_failure(self, message: str) -> None:
+        log.error("probing loop: %s", message)
+        try:
+            update_activity(last_error_at=timezone.now(), last_error=message[:2000])
+        except DatabaseError:
+            log.exception("could not record the loop's failure")

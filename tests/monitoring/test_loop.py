@@ -1,0 +1,198 @@
+"""The leased probing loop against a real sshd: leasing, takeover, dead hosts, the signal."""
+
+import socket
+import threading
+import time
+from itertools import pairwise
+
+import pytest
+from django.utils import timezone
+from django_q.brokers import get_broker
+from django_q.models import Schedule
+
+from monitoring import lease
+from monitoring.loop import LOOP_ACTIVITY, ProbeLoop, ensure_schedules, run_probe_loop
+from monitoring.models import Activity, GpuMetric, Host, HostMetric
+from monitoring.signals import cycle_finished
+from tests.monitoring.conftest import make_host
+from tests.monitoring.test_ssh_probe import UUID0, UUID1, gpu_row
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class RecordingLoop(ProbeLoop):
+    """A real loop that notes when each of its cycles ran."""
+
+    def __init__(self, name, log):
+        super().__init__(holder=name)
+        self.log = log
+
+    def cycle(self):
+        started = time.monotonic()
+        host_ids = super().cycle()
+        self.log.append((self.holder, started, time.monotonic()))
+        return host_ids
+
+
+@pytest.fixture
+def fast(settings):
+    settings.MONITORING_INTERVAL = 0.3
+    settings.MONITORING_LEASE_SECONDS = 1.0
+    settings.SSH_CONNECT_TIMEOUT = 3
+
+
+@pytest.fixture
+def node(sshd, gpus, fast):
+    gpus("127.0.0.2").set_gpus([gpu_row(0, UUID0), gpu_row(1, UUID1)])
+    return make_host(sshd, "node-2", "127.0.0.2")
+
+
+def settle(loop):
+    """Run cycles until one records a probe (a first SSH login outlasts a short interval)."""
+    for _ in range(20):
+        if loop.cycle():
+            return
+    raise AssertionError("no probe finished in 20 cycles")
+
+
+def run_in_thread(loop, run_for, outcome):
+    def target():
+        try:
+            outcome[loop.holder] = loop.run(run_for)
+        finally:
+            from django.db import connection
+
+            connection.close()
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    return thread
+
+
+def test_two_loops_never_probe_concurrently(node):
+    log, outcome = [], {}
+    first = run_in_thread(RecordingLoop("a", log), 2.0, outcome)
+    time.sleep(0.5)
+    second = run_in_thread(RecordingLoop("b", log), 2.0, outcome)
+    first.join()
+    second.join()
+    assert outcome["b"].startswith("another loop (a) holds the lease")
+    assert {holder for holder, _, _ in log} == {"a"}
+    assert len(log) >= 3
+
+
+def test_the_successor_takes_over_when_the_lease_is_released(node):
+    log, outcome = [], {}
+    run_in_thread(RecordingLoop("a", log), 1.0, outcome).join()
+    run_in_thread(RecordingLoop("b", log), 1.0, outcome).join()
+    assert [h for h, _, _ in log[:1]] == ["a"] and log[-1][0] == "b"
+    spans = sorted((start, end) for _, start, end in log)
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in pairwise(spans))
+
+
+def test_a_crashed_loops_lease_expires_and_another_takes_over(node):
+    # A loop that took the lease and died leaves exactly this row behind.
+    assert lease.acquire(LOOP_ACTIVITY, "crashed-worker", seconds=1.0)
+    log = []
+    refused = RecordingLoop("b", log).run(0.5)
+    assert "crashed-worker" in refused and log == []
+    time.sleep(1.1)
+    assert RecordingLoop("c", log).run(0.5).endswith("cycles")
+    assert log and {h for h, _, _ in log} == {"c"}
+    assert Activity.objects.get(name=LOOP_ACTIVITY).holder == ""  # released on the way out
+
+
+def test_a_loop_that_lost_its_lease_stops_probing(node):
+    loop = RecordingLoop("a", [])
+    assert lease.acquire(LOOP_ACTIVITY, "a", seconds=0.1)
+    time.sleep(0.2)
+    assert lease.acquire(LOOP_ACTIVITY, "b", seconds=5)
+    assert not lease.renew(LOOP_ACTIVITY, "a", seconds=5)
+    assert loop.run(1.0).startswith("another loop (b)")
+    assert loop.log == []
+
+
+def test_a_dead_host_does_not_hold_up_the_others(node, settings):
+    silent = socket.socket()  # accepts TCP, never speaks SSH: the worst kind of dead
+    silent.bind(("127.0.0.3", 0))
+    silent.listen()
+    dead = Host.objects.create(name="dead", address="127.0.0.3", port=silent.getsockname()[1])
+    loop, cycles = ProbeLoop(holder="t"), []
+    deadline = time.monotonic() + 2 * settings.SSH_CONNECT_TIMEOUT + 2
+    try:
+        while not any(dead.pk in ids for ids, _ in cycles) and time.monotonic() < deadline:
+            started = time.monotonic()
+            cycles.append((loop.cycle(), time.monotonic() - started))
+    finally:
+        silent.close()
+        loop.executor.shutdown(wait=True)
+    before_dead = [ids for ids, _ in cycles[:-1]]
+    # The live host was recorded cycle after cycle while the dead one was still connecting.
+    assert sum(node.pk in ids for ids in before_dead) >= 2
+    assert dead.pk in cycles[-1][0]
+    # No cycle waited for the dead host's connect timeout.
+    assert max(seconds for _, seconds in cycles) < settings.SSH_CONNECT_TIMEOUT
+    dead.refresh_from_db()
+    node.refresh_from_db()
+    assert dead.status == Host.Status.UNREACHABLE and node.status == Host.Status.UP
+
+
+def test_each_cycle_stores_history_and_sends_the_signal(node):
+    heard = []
+
+    def receiver(sender, host_ids, finished_at, **kwargs):
+        heard.append((host_ids, finished_at))
+
+    cycle_finished.connect(receiver)
+    try:
+        settle(ProbeLoop(holder="t"))
+    finally:
+        cycle_finished.disconnect(receiver)
+    heard = [h for h in heard if h[0]]
+    assert heard and heard[0][0] == [node.pk]
+    sample = GpuMetric.objects.get(device__uuid=UUID0)
+    assert (sample.utilization_gpu, sample.memory_used_mib, sample.power_w) == (37, 1000, 61.52)
+    assert sample.time == heard[0][1]
+    assert HostMetric.objects.get(host=node).memory_total_mib > 0
+    node.refresh_from_db()
+    assert node.last_probe_seconds > 0
+    assert "1 hosts recorded" in Activity.objects.get(name=LOOP_ACTIVITY).last_summary
+
+
+def test_a_failing_receiver_is_recorded_and_the_loop_goes_on(node):
+    def broken(sender, **kwargs):
+        raise RuntimeError("queue is on fire")
+
+    cycle_finished.connect(broken)
+    try:
+        lease.activity(LOOP_ACTIVITY)
+        settle(ProbeLoop(holder="t"))
+    finally:
+        cycle_finished.disconnect(broken)
+    assert "queue is on fire" in Activity.objects.get(name=LOOP_ACTIVITY).last_error
+
+
+def test_history_keeps_one_sample_per_history_step(node, settings):
+    settings.MONITORING_HISTORY_STEP = 3600
+    loop = ProbeLoop(holder="t")
+    settle(loop)
+    for _ in range(3):
+        loop.cycle()
+    assert GpuMetric.objects.filter(device__uuid=UUID0).count() == 1
+
+
+def test_a_finished_loop_enqueues_its_successor(node):
+    broker = get_broker()
+    before = broker.queue_size()
+    assert run_probe_loop(run_for=0.5).endswith("cycles")
+    assert broker.queue_size() == before + 1
+    assert run_probe_loop(run_for=0.5, handoff=False).endswith("cycles")
+    assert broker.queue_size() == before + 1
+
+
+def test_schedules_are_created_once(db):
+    ensure_schedules()
+    ensure_schedules()
+    funcs = sorted(Schedule.objects.values_list("func", flat=True))
+    assert funcs == ["monitoring.history.run_retention", "monitoring.loop.run_probe_loop"]
+    assert Activity.objects.filter(lease_expires__gt=timezone.now()).count() == 0
