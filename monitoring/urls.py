@@ -1,7 +1,8 @@
 from django.urls import path
 
-from . import views
+from . import metrics, views
 
 urlpatterns = [
     path("", views.overview, name="overview"),
+    path("metrics", metrics.metrics, name="metrics"),
 ]
