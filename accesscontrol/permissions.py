@@ -95,6 +95,8 @@ class RestrictedAdminMixin:
     def _allowed(self, request, action, obj):
         if obj is not None:
             return can(request.user, action, obj)
+        if request.user.has_perm(permission_name(self.model, action)):
+            return True  # may act on the whole model, even while it is empty
         return restrict(self.model._default_manager.all(), request.user, action).exists()
 
     def has_view_permission(self, request, obj=None):
