@@ -1,3 +1,9 @@
 """Websocket routes of all apps (wiring only)."""
 
-websocket_urlpatterns = []
+from django.urls import path
+
+from monitoring.consumers import LiveConsumer
+
+websocket_urlpatterns = [
+    path("ws/monitoring/live/", LiveConsumer.as_asgi()),
+]

@@ -1,0 +1,61 @@
+"""The live dashboard's websocket: signed-in users get a snapshot after every cycle."""
+
+import asyncio
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+
+from .live import freshness_marker, live_payload
+from .loop import LIVE_GROUP
+
+# Close code for "not signed in" (4000-4999 are free for applications).
+NOT_SIGNED_IN = 4401
+
+
+class LiveConsumer(AsyncJsonWebsocketConsumer):
+    """Sends the current snapshot at once, then again whenever a new one is stored.
+
+    Anonymous visitors are refused before the handshake completes: they receive nothing.
+    """
+
+    async def connect(self):
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=NOT_SIGNED_IN)
+            return
+        self.marker = None
+        self.sending = asyncio.Lock()
+        await self.accept()
+        if self.channel_layer is not None:
+            await self.channel_layer.group_add(LIVE_GROUP, self.channel_name)
+        await self.send_if_fresh()
+        self.poller = asyncio.create_task(self.poll())
+
+    async def disconnect(self, code):
+        poller = getattr(self, "poller", None)
+        if poller is not None:
+            poller.cancel()
+        if self.channel_layer is not None and hasattr(self, "marker"):
+            await self.channel_layer.group_discard(LIVE_GROUP, self.channel_name)
+
+    async def receive_json(self, content, **kwargs):
+        """Dashboards only listen; anything they send is ignored."""
+
+    async def poll(self):
+        interval = float(getattr(settings, "MONITORING_INTERVAL", 2.0))
+        while True:
+            await asyncio.sleep(interval)
+            await self.send_if_fresh()
+
+    async def cycle_finished(self, event):
+        """The loop's group message (with Redis): check now rather than at the next poll."""
+        await self.send_if_fresh()
+
+    async def send_if_fresh(self):
+        async with self.sending:
+            marker = await database_sync_to_async(freshness_marker)()
+            if marker == self.marker:
+                return
+            self.marker = marker
+            await self.send_json(await database_sync_to_async(live_payload)())
