@@ -180,21 +180,34 @@ def is_banned(user, at: datetime | None = None) -> bool:
     return active_ban(user, at) is not None
 
 
-def covered_intervals(principal, device: Device, start: datetime, end: datetime) -> list[tuple]:
-    """UTC intervals of [start, end) in which ``principal`` (user or group) may use ``device``.
+def bans_during(user, start: datetime, end: datetime) -> list[Ban]:
+    """Bans of ``user`` overlapping [start, end): a ban runs from ``created`` to ``until``."""
+    overlapping = Q(until__isnull=True) | Q(until__gt=start)
+    return list(Ban.objects.filter(overlapping, user_id=user.pk, created__lt=end))
 
-    A user banned now has no coverage at all.
-    """
+
+def _ban_periods(bans: list[Ban]) -> list[tuple[datetime, datetime]]:
+    return merge((ban.created, ban.until or datetime.max.replace(tzinfo=UTC)) for ban in bans)
+
+
+def covered_intervals(principal, device: Device, start: datetime, end: datetime) -> list[tuple]:
+    """UTC intervals of [start, end) in which ``principal`` (user or group) may use ``device``."""
     return coverage_map(principal, start, end, [device])[device]
 
 
 def coverage_map(
     principal, start: datetime, end: datetime, devices: Sequence[Device] | None = None
 ) -> dict[Device, list[tuple[datetime, datetime]]]:
-    """Covered UTC intervals of [start, end) per device (default: every present device)."""
+    """Covered UTC intervals of [start, end) per device (default: every present device).
+
+    A user banned now has no coverage at all; a ban that starts later removes its own period.
+    """
     _check_range(start, end)
     if devices is None:
         devices = list(Device.objects.filter(status=Device.Status.PRESENT).select_related("host"))
+    banned = (
+        [] if isinstance(principal, Group) else _ban_periods(bans_during(principal, start, end))
+    )
     if not isinstance(principal, Group) and is_banned(principal):
         return {device: [] for device in devices}
     zone = site_zone()
@@ -202,18 +215,20 @@ def coverage_map(
     per_grant = [
         (g, rule_coverage(Rule.of(g), start, end, zone, pieces)) for g in grants_of(principal)
     ]
-    return {
-        device: merge(i for g, covered in per_grant if g.covers_device(device) for i in covered)
-        for device in devices
-    }
+    coverage = {}
+    for device in devices:
+        covered = merge(i for g, c in per_grant if g.covers_device(device) for i in c)
+        coverage[device] = [gap for s, e in covered for gap in gaps(banned, s, e)]
+    return coverage
 
 
 def check_access(user, device: Device, start: datetime, end: datetime) -> AccessDecision:
     """May ``user`` use ``device`` over [start, end)? If not, which parts are missing and why.
 
-    Default deny; grants chain (together they may cover what none covers alone); a banned
-    user is refused with the ban's reason. Reads the database every call, so admin changes
-    take effect at once.
+    Default deny; grants chain (together they may cover what none covers alone). A user
+    banned now is refused the whole period, with the ban's reason; a ban starting later
+    refuses the part it overlaps. Reads the database every call, so admin changes count at
+    once.
     """
     _check_range(start, end)
     if start >= end:
@@ -224,6 +239,9 @@ def check_access(user, device: Device, start: datetime, end: datetime) -> Access
     uncovered = gaps(covered_intervals(user, device, start, end), start, end)
     if not uncovered:
         return AccessDecision(True)
+    later_bans = bans_during(user, start, end)
+    if later_bans:
+        return AccessDecision(False, uncovered, ban_sentence(user, later_bans[0]))
     return AccessDecision(False, uncovered, uncovered_sentence(user, device, uncovered))
 
 
@@ -237,7 +255,8 @@ def local_text(instant: datetime, zone: ZoneInfo | None = None) -> str:
 
 def ban_sentence(user, ban: Ban) -> str:
     until = f"until {local_text(ban.until)}" if ban.until else "until an admin lifts the ban"
-    return f"{user} is banned {until}: {ban.reason}"
+    since = f" from {local_text(ban.created)}" if ban.created > timezone.now() else ""
+    return f"{user} is banned{since} {until}: {ban.reason}"
 
 
 def uncovered_sentence(user, device: Device, uncovered: list[tuple], shown: int = 3) -> str:

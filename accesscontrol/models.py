@@ -28,7 +28,7 @@ def validate_weekdays(value: str) -> None:
 def validate_time_zone(value: str) -> None:
     try:
         ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         raise ValidationError(f"{value!r} is not a known time zone (e.g. Europe/Warsaw).") from None
 
 

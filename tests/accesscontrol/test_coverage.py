@@ -122,3 +122,17 @@ def test_it_says_how_many_more_periods_are_missing(warsaw, owner, gpu):
     decision = check_access(owner, gpu, utc(2025, 6, 2), utc(2025, 6, 2) + timedelta(days=3))
     assert len(decision.uncovered) == 4
     assert decision.reason.endswith("and 1 more period (Europe/Warsaw)")
+
+
+def test_it_refuses_the_part_a_scheduled_ban_covers(warsaw, owner, gpu):
+    grant(users=[owner])
+    ban = ban_user(owner, "cluster-wide audit", until=utc(2030, 6, 2, 12))
+    ban.created = utc(2030, 6, 2, 10)
+    ban.save()
+    span = (utc(2030, 6, 2), utc(2030, 6, 3))
+    decision = check_access(owner, gpu, *span)
+    assert decision.uncovered == [(utc(2030, 6, 2, 10), utc(2030, 6, 2, 12))]
+    assert decision.reason == (
+        "owner is banned from Sun 02 Jun 12:00 until Sun 02 Jun 14:00: cluster-wide audit"
+    )
+    assert check_access(owner, gpu, utc(2030, 6, 2, 12), utc(2030, 6, 3)).allowed

@@ -1,7 +1,9 @@
 """Default group, profiles, bans and host admins."""
 
 from datetime import timedelta
+from importlib import import_module
 
+from django.apps import apps as django_apps
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 from guardian.shortcuts import get_anonymous_user
@@ -44,11 +46,19 @@ def test_it_leaves_new_users_groupless_without_a_default_group(db):
     assert not User.objects.create_user("newcomer").groups.exists()
 
 
-def test_it_gives_every_new_user_a_profile_named_like_them(owner):
+def test_it_gives_every_new_user_a_profile_named_like_them(owner, node1):
     assert owner.profile.unix_username == "owner"
     odd = User.objects.create_user("Jane.Doe@lab")
     assert odd.profile.unix_username == ""  # not a UNIX name: an admin sets one
-    assert odd.profile.unix_username_for(None) == "Jane.Doe@lab"
+    assert odd.profile.unix_username_for(node1) == "Jane.Doe@lab"
+
+
+def test_it_gives_users_from_before_the_app_a_profile_when_migrating(owner, other_user):
+    migration = import_module("accesscontrol.migrations.0002_profiles_for_existing_users")
+    Profile.objects.filter(user=owner).delete()
+    migration.create_profiles(django_apps, None)
+    assert Profile.objects.get(user=owner).unix_username == "owner"
+    assert Profile.objects.filter(user=other_user).count() == 1
 
 
 def test_it_uses_a_per_host_unix_name_where_one_is_set(owner, node1, node2):
