@@ -205,11 +205,10 @@ def coverage_map(
     _check_range(start, end)
     if devices is None:
         devices = list(Device.objects.filter(status=Device.Status.PRESENT).select_related("host"))
-    banned = (
-        [] if isinstance(principal, Group) else _ban_periods(bans_during(principal, start, end))
-    )
-    if not isinstance(principal, Group) and is_banned(principal):
+    is_user = not isinstance(principal, Group)
+    if is_user and is_banned(principal):
         return {device: [] for device in devices}
+    banned = _ban_periods(bans_during(principal, start, end)) if is_user else []
     zone = site_zone()
     pieces = list(offset_pieces(start, end, zone))
     per_grant = [
