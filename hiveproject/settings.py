@@ -117,6 +117,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "accesscontrol.context_processors.motd",
             ],
         },
     },
@@ -226,6 +227,10 @@ SSH_KEEPALIVE = envint("SSH_KEEPALIVE", 15)
 NVIDIA_SMI_TIMEOUT = envfloat("NVIDIA_SMI_TIMEOUT", 10.0)
 # Longest pause between reconnect attempts to a host that keeps failing.
 SSH_MAX_BACKOFF = envfloat("SSH_MAX_BACKOFF", 60.0)
+
+# --- Access control ----------------------------------------------------------------------
+# Let people create an account by proving a UNIX account on a host (off: admins add users).
+SELF_SIGNUP = envbool("SELF_SIGNUP", False)
 
 # --- Reservations ------------------------------------------------------------------------
 RESERVATION_MIN_MINUTES = envint("RESERVATION_MIN_MINUTES", 30)
