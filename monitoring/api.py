@@ -1,11 +1,25 @@
-"""Read-only inventory API: every signed-in user may see the lab; admins edit in the admin."""
+"""Read-only monitoring API: every signed-in user may see the lab; admins edit in the admin.
 
+Devices carry their latest metrics from the stored snapshot; ``history`` actions return
+averaged series for a time range; ``/api/processes/`` lists the GPU processes seen last.
+"""
+
+from datetime import timedelta
+
+from django.utils import timezone
 from rest_framework import serializers, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
 
-from .models import Device, Host
+from .history import GPU_FIELDS, HOST_FIELDS, retention_limits
+from .models import Device, GpuMetric, Host, HostMetric, Resolution
+
+MAX_POINTS = 5000
 
 
 class HostSerializer(serializers.ModelSerializer):
+    latest = serializers.SerializerMethodField(help_text="CPU and RAM from the last probe.")
+
     class Meta:
         model = Host
         fields = [
@@ -17,13 +31,23 @@ class HostSerializer(serializers.ModelSerializer):
             "status",
             "last_seen",
             "last_probe_at",
+            "last_probe_seconds",
             "last_error",
             "host_key_fingerprint",
+            "latest",
         ]
+
+    def get_latest(self, host) -> dict | None:
+        if host.status != Host.Status.UP or not host.last_snapshot:
+            return None
+        return host.last_snapshot.get("cpu")
 
 
 class DeviceSerializer(serializers.ModelSerializer):
     host = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    latest = serializers.SerializerMethodField(
+        help_text="Metrics from the host's last probe; null when the host or GPU is not up."
+    )
 
     class Meta:
         model = Device
@@ -37,14 +61,120 @@ class DeviceSerializer(serializers.ModelSerializer):
             "status",
             "first_seen",
             "last_seen",
+            "latest",
         ]
+
+    def get_latest(self, device) -> dict | None:
+        host = device.host
+        if host.status != Host.Status.UP or device.status != Device.Status.PRESENT:
+            return None
+        for gpu in (host.last_snapshot or {}).get("gpus") or []:
+            if gpu.get("uuid") == device.uuid:
+                return {field: gpu.get(field) for field in GPU_FIELDS}
+        return None
+
+
+class RangeSerializer(serializers.Serializer):
+    """History query: ISO 8601 times with an offset; resolution chosen from the span."""
+
+    since = serializers.DateTimeField(required=False)
+    until = serializers.DateTimeField(required=False)
+    resolution = serializers.ChoiceField(
+        choices=[label for _, label in Resolution.choices], required=False
+    )
+
+    def validate(self, data):
+        until = data.get("until") or timezone.now()
+        since = data.get("since") or until - timedelta(hours=1)
+        if since >= until:
+            raise serializers.ValidationError({"since": "since must be before until."})
+        step = _step_named(data.get("resolution")) if data.get("resolution") else None
+        step = step if step is not None else choose_step(since, until)
+        if (until - since).total_seconds() / max(step, 10) > MAX_POINTS:
+            raise serializers.ValidationError(
+                {"resolution": f"Too many points at this resolution (at most {MAX_POINTS})."}
+            )
+        return {"since": since, "until": until, "step": step}
+
+
+def _step_named(label: str) -> int:
+    return next(value for value, name in Resolution.choices if name == label)
+
+
+def choose_step(since, until) -> int:
+    """The finest tier that still holds data back to since and keeps the chart readable."""
+    limits = retention_limits(timezone.now())
+    span = until - since
+    if span <= timedelta(hours=3) and since >= limits[Resolution.RAW]:
+        return Resolution.RAW
+    if span <= timedelta(days=3) and since >= limits[Resolution.MINUTE]:
+        return Resolution.MINUTE
+    return Resolution.HOUR
+
+
+def history_response(request, rows, owner: dict, fields: list[str]) -> Response:
+    query = RangeSerializer(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    since, until, step = (query.validated_data[k] for k in ("since", "until", "step"))
+    samples = rows.filter(step=step, time__gte=since, time__lt=until).order_by("time")
+    return Response(
+        {
+            **owner,
+            "since": since,
+            "until": until,
+            "resolution": Resolution(step).label,
+            "samples": list(samples.values("time", *fields)),
+        }
+    )
 
 
 class HostViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = Host.objects.all()
     serializer_class = HostSerializer
 
+    @action(detail=True)
+    def history(self, request, pk=None):
+        """CPU and RAM over ?since=&until= (ISO 8601), optionally ?resolution=raw|minute|hour."""
+        host = self.get_object()
+        rows = HostMetric.objects.filter(host=host)
+        return history_response(request, rows, {"host": host.pk}, HOST_FIELDS)
+
 
 class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = Device.objects.select_related("host")
     serializer_class = DeviceSerializer
+
+    @action(detail=True)
+    def history(self, request, pk=None):
+        """GPU metrics over ?since=&until= (ISO 8601), optionally ?resolution=raw|minute|hour."""
+        device = self.get_object()
+        rows = GpuMetric.objects.filter(device=device)
+        return history_response(request, rows, {"device": device.pk}, GPU_FIELDS)
+
+
+class ProcessViewSet(viewsets.ViewSet):
+    """GPU processes seen by the last probe of each up host; filter with ?host= and ?user=."""
+
+    def list(self, request):
+        hosts = Host.objects.filter(enabled=True, status=Host.Status.UP).prefetch_related("devices")
+        if request.query_params.get("host"):
+            hosts = hosts.filter(name=request.query_params["host"])
+        user = request.query_params.get("user")
+        rows = [row for host in hosts for row in process_rows(host)]
+        return Response([row for row in rows if not user or row["user"] == user])
+
+
+def process_rows(host: Host) -> list[dict]:
+    devices = {d.uuid: d for d in host.devices.all()}
+    rows = []
+    for process in (host.last_snapshot or {}).get("processes") or []:
+        device = devices.get(process.get("gpu_uuid"))
+        rows.append(
+            {
+                "host": host.name,
+                "device": device.pk if device else None,
+                "gpu_index": device.index if device else None,
+                **process,
+            }
+        )
+    return rows

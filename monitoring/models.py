@@ -1,5 +1,6 @@
 """The inventory: the hosts we reach over SSH and the GPUs found on them."""
 
+from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.utils import timezone
@@ -179,3 +180,33 @@ class HostMetric(models.Model):
 
     def __str__(self):
         return f"{self.host_id} @ {self.time:%Y-%m-%d %H:%M:%S} ({self.get_step_display()})"
+
+
+class DashboardLayout(models.Model):
+    """What one user chose to see on the live dashboard, and in which order."""
+
+    CHARTS = {
+        "gpu_utilization": "GPU utilisation %",
+        "gpu_memory": "GPU memory used MiB",
+        "gpu_temperature": "GPU temperature °C",
+        "gpu_power": "GPU power W",
+        "cpu": "CPU utilisation %",
+        "ram": "RAM used MiB",
+    }
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="dashboard_layout"
+    )
+    # Chart keys from CHARTS, in the order shown; absent keys are hidden.
+    charts = models.JSONField(default=list)
+    hidden_hosts = models.JSONField(default=list, help_text="Ids of hosts not shown.")
+
+    def __str__(self):
+        return f"dashboard of {self.user}"
+
+    @classmethod
+    def for_user(cls, user) -> dict:
+        layout = cls.objects.filter(user=user).first()
+        if layout is None:
+            return {"charts": list(cls.CHARTS), "hidden_hosts": []}
+        return {"charts": layout.charts, "hidden_hosts": layout.hidden_hosts}

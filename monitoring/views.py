@@ -1,11 +1,42 @@
-from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+import json
 
-from .models import Host
+from django.contrib.auth.decorators import login_required
+from django.http import JsonResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_http_methods
+
+from .forms import LayoutForm
+from .models import DashboardLayout, Host
 
 
 @login_required
 def overview(request):
-    """Every host and GPU from the latest stored probe (pages never reach hosts themselves)."""
-    hosts = Host.objects.prefetch_related("devices")
-    return render(request, "monitoring/overview.html", {"hosts": hosts})
+    """The live dashboard: server-rendered from the latest stored probe, then kept live
+    over the websocket (pages never reach hosts themselves)."""
+    hosts = Host.objects.filter(enabled=True).prefetch_related("devices")
+    context = {
+        "hosts": hosts,
+        "layout": DashboardLayout.for_user(request.user),
+        "charts": DashboardLayout.CHARTS,
+    }
+    return render(request, "monitoring/overview.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def dashboard_layout(request):
+    """Read or save the user's dashboard layout (JSON). Bad input: 400, nothing saved."""
+    if request.method == "GET":
+        return JsonResponse(DashboardLayout.for_user(request.user))
+    try:
+        data = json.loads(request.body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        return JsonResponse({"detail": "The body is not valid JSON."}, status=400)
+    if not isinstance(data, dict):
+        return JsonResponse({"detail": "Send a JSON object."}, status=400)
+    form = LayoutForm({k: json.dumps(v) for k, v in data.items()})
+    if not form.is_valid():
+        errors = {field: [str(e) for e in errs] for field, errs in form.errors.items()}
+        return JsonResponse({"detail": "The layout was not saved.", **errors}, status=400)
+    DashboardLayout.objects.update_or_create(user=request.user, defaults=form.cleaned_data)
+    return JsonResponse(form.cleaned_data)
