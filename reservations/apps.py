@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class ReservationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "reservations"
+
+    def ready(self):
+        from . import receivers  # noqa: F401  (connects the signal receivers)

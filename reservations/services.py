@@ -154,6 +154,33 @@ def _check_started_edit(reservation, changes, devices, now) -> None:
 def cancel_reservation(reservation: Reservation, user, note: str = "") -> Reservation:
     """Cancel a future reservation; end an ongoing one now (its history is kept)."""
     check_can_change(reservation, user)
+    withdraw_reservation(reservation, note or reservation.note)
+    return reservation
+
+
+def reservations_to_recheck(user_ids) -> list[Reservation]:
+    """Reservations of these users that still hold GPUs now or later."""
+    return list(
+        Reservation.objects.filter(owner_id__in=user_ids, end__gt=timezone.now())
+        .exclude(status=Reservation.Status.CANCELLED)
+        .select_related("owner")
+        .prefetch_related("devices__host")
+    )
+
+
+def refusal_after_now(reservation: Reservation) -> str | None:
+    """Why the owner may no longer use one of its GPUs for the rest of it, or None."""
+    start = max(reservation.start, timezone.now())
+    for device in reservation.devices.all():
+        decision = check_access(reservation.owner, device, start, reservation.end)
+        if not decision.allowed:
+            return decision.reason
+    return None
+
+
+@transaction.atomic
+def withdraw_reservation(reservation: Reservation, note: str) -> None:
+    """Cancel (or end now, if ongoing) on the service's own authority, with the reason."""
     now = timezone.now()
     if reservation.start < now:
         reservation.end = now
@@ -161,6 +188,5 @@ def cancel_reservation(reservation: Reservation, user, note: str = "") -> Reserv
     else:
         reservation.status = Reservation.Status.CANCELLED
         reservation.slots.update(holds=False)
-    reservation.note = note or reservation.note
+    reservation.note = note
     reservation.save()
-    return reservation
