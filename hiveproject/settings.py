@@ -152,7 +152,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = envstr("REDIS_URL")
 Q_CLUSTER = {
     "name": "hive",
-    "workers": envint("Q_WORKERS", 2),
+    # One worker is held by the probing loop; the others run protection, queue and tasks.
+    "workers": envint("Q_WORKERS", 3),
     "timeout": envint("Q_TIMEOUT", 120),
     "retry": envint("Q_RETRY", 180),
     "max_attempts": 3,
@@ -227,6 +228,13 @@ SSH_KEEPALIVE = envint("SSH_KEEPALIVE", 15)
 NVIDIA_SMI_TIMEOUT = envfloat("NVIDIA_SMI_TIMEOUT", 10.0)
 # Longest pause between reconnect attempts to a host that keeps failing.
 SSH_MAX_BACKOFF = envfloat("SSH_MAX_BACKOFF", 60.0)
+# /metrics answers only with "Authorization: Bearer <METRICS_TOKEN>" (unset: always 403).
+METRICS_TOKEN = envstr("METRICS_TOKEN")
+# History: a raw sample per host this often, averaged into minutes and hours, then pruned.
+MONITORING_HISTORY_STEP = envfloat("MONITORING_HISTORY_STEP", 10.0)
+MONITORING_RAW_RETENTION_HOURS = envfloat("MONITORING_RAW_RETENTION_HOURS", 24)
+MONITORING_MINUTE_RETENTION_DAYS = envfloat("MONITORING_MINUTE_RETENTION_DAYS", 30)
+MONITORING_HOUR_RETENTION_DAYS = envfloat("MONITORING_HOUR_RETENTION_DAYS", 400)
 
 # --- Access control ----------------------------------------------------------------------
 # Let people create an account by proving a UNIX account on a host (off: admins add users).

@@ -10,6 +10,7 @@ from monitoring import api as monitoring_api
 router = DefaultRouter()
 router.register("hosts", monitoring_api.HostViewSet)
 router.register("devices", monitoring_api.DeviceViewSet)
+router.register("processes", monitoring_api.ProcessViewSet, basename="process")
 for app_urls in (accesscontrol.urls, reservations.urls, jobs.urls):
     for prefix, viewset in app_urls.api_routes:
         router.register(prefix, viewset)

@@ -5,6 +5,8 @@ import time
 
 from django.core.management.base import BaseCommand
 
+from monitoring.loop import ensure_schedules
+
 
 class Command(BaseCommand):
     help = (
@@ -17,6 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
 
     def handle(self, bind, port, **options):
+        ensure_schedules()  # the probing loop's watchdog and history retention
         python = sys.executable
         processes = {
             "web": subprocess.Popen(
