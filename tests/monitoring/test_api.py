@@ -6,7 +6,6 @@ import pytest
 from django.utils import timezone
 
 from monitoring.models import Device, GpuMetric, Host, HostMetric, Resolution
-from tests.monitoring.test_views import node  # noqa: F401  (fixture)
 
 
 @pytest.fixture
@@ -15,13 +14,13 @@ def signed_in(client, owner):
     return client
 
 
-def test_devices_carry_their_latest_metrics(signed_in, node):  # noqa: F811
+def test_devices_carry_their_latest_metrics(signed_in, node):
     device = signed_in.get("/api/devices/").json()[0]
     assert device["latest"]["utilization_gpu"] == 7
     assert device["latest"]["power_w"] is None
 
 
-def test_a_down_hosts_devices_have_no_latest_metrics(signed_in, node):  # noqa: F811
+def test_a_down_hosts_devices_have_no_latest_metrics(signed_in, node):
     node.status = Host.Status.UNREACHABLE
     node.save()
     assert signed_in.get("/api/devices/").json()[0]["latest"] is None
@@ -29,12 +28,12 @@ def test_a_down_hosts_devices_have_no_latest_metrics(signed_in, node):  # noqa: 
     assert hosts["node-1"]["latest"] is None and hosts["node-2"]["latest"] is None
 
 
-def test_hosts_carry_cpu_and_ram(signed_in, node):  # noqa: F811
+def test_hosts_carry_cpu_and_ram(signed_in, node):
     host = signed_in.get(f"/api/hosts/{node.pk}/").json()
     assert host["latest"]["utilization"] == 3.5
 
 
-def test_processes_are_listed_and_filtered(signed_in, node):  # noqa: F811
+def test_processes_are_listed_and_filtered(signed_in, node):
     rows = signed_in.get("/api/processes/").json()
     device = Device.objects.get(uuid="GPU-1")
     assert rows == [
@@ -54,7 +53,7 @@ def test_processes_are_listed_and_filtered(signed_in, node):  # noqa: F811
 
 
 @pytest.fixture
-def series(node):  # noqa: F811
+def series(node):
     device = Device.objects.get(uuid="GPU-1")
     now = timezone.now()
     for minutes, step in ((5, Resolution.RAW), (30, Resolution.RAW), (90, Resolution.MINUTE)):
@@ -95,7 +94,7 @@ def test_history_honours_since_until_and_resolution(signed_in, series):
     assert [s["utilization_gpu"] for s in body["samples"]] == [30]
 
 
-def test_host_history(signed_in, series, node):  # noqa: F811
+def test_host_history(signed_in, series, node):
     body = signed_in.get(f"/api/hosts/{node.pk}/history/").json()
     assert [s["cpu_utilization"] for s in body["samples"]] == [12]
 
@@ -122,5 +121,5 @@ def test_history_of_an_unknown_device_is_404(signed_in, db):
 
 
 @pytest.mark.parametrize("url", ["/api/processes/", "/api/devices/1/history/"])
-def test_anonymous_users_get_nothing(client, node, url):  # noqa: F811
+def test_anonymous_users_get_nothing(client, node, url):
     assert client.get(url).status_code == 403

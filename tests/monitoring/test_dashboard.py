@@ -6,7 +6,6 @@ import pytest
 from django.urls import reverse
 
 from monitoring.models import DashboardLayout, Device
-from tests.monitoring.test_views import node  # noqa: F401  (fixture)
 
 LAYOUT = reverse("dashboard-layout")
 
@@ -22,7 +21,7 @@ def post_layout(client, body):
     )
 
 
-def test_it_shows_a_down_host_with_its_error_and_last_seen_time(client, node, owner):  # noqa: F811
+def test_it_shows_a_down_host_with_its_error_and_last_seen_time(client, node, owner):
     down = node.__class__.objects.get(name="node-2")
     down.last_seen = node.created
     down.save()
@@ -33,7 +32,7 @@ def test_it_shows_a_down_host_with_its_error_and_last_seen_time(client, node, ow
     assert f"last seen {down.last_seen:%Y-%m-%d %H:%M:%S}" in section
 
 
-def test_a_down_host_never_seen_says_so_and_shows_no_stale_gpus(client, node, owner):  # noqa: F811
+def test_a_down_host_never_seen_says_so_and_shows_no_stale_gpus(client, node, owner):
     down = node.__class__.objects.get(name="node-2")
     down.last_snapshot = node.last_snapshot  # stale data from before it went down
     down.save()
@@ -43,14 +42,14 @@ def test_a_down_host_never_seen_says_so_and_shows_no_stale_gpus(client, node, ow
     assert "never seen" in section and "Tesla T4" not in section
 
 
-def test_a_lost_gpu_is_flagged(client, node, owner):  # noqa: F811
+def test_a_lost_gpu_is_flagged(client, node, owner):
     Device.objects.create(host=node, index=1, uuid="GPU-2", name="Tesla V100", status="lost")
     client.force_login(owner)
     html = client.get(reverse("overview")).content.decode()
     assert "GPU lost: not seen since" in html and "Tesla V100" in html
 
 
-def test_the_page_loads_the_vendored_chart_library_and_live_script(client, node, owner):  # noqa: F811
+def test_the_page_loads_the_vendored_chart_library_and_live_script(client, node, owner):
     client.force_login(owner)
     html = client.get(reverse("overview")).content.decode()
     assert "vendor/uplot-1.6.32/uPlot.iife.min.js" in html and "js/dashboard.js" in html
@@ -63,7 +62,7 @@ def test_everyone_starts_with_every_chart(client, owner):
     assert client.get(LAYOUT).json() == {"charts": list(DashboardLayout.CHARTS), "hidden_hosts": []}
 
 
-def test_the_layout_is_remembered_per_user(client, node, owner, other_user):  # noqa: F811
+def test_the_layout_is_remembered_per_user(client, node, owner, other_user):
     client.force_login(owner)
     response = post_layout(client, {"charts": ["cpu", "gpu_power"], "hidden_hosts": [node.pk]})
     assert response.status_code == 200
@@ -87,7 +86,7 @@ def test_the_layout_is_remembered_per_user(client, node, owner, other_user):  # 
         ({"charts": []}, "required"),
     ],
 )
-def test_bad_layouts_get_a_clear_400_and_change_nothing(client, node, owner, body, message):  # noqa: F811
+def test_bad_layouts_get_a_clear_400_and_change_nothing(client, node, owner, body, message):
     client.force_login(owner)
     response = post_layout(client, body)
     assert response.status_code == 400

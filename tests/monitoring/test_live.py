@@ -7,11 +7,10 @@ from django.conf import settings as django_settings
 
 from hiveproject.asgi import application
 from monitoring.loop import ProbeLoop
-from monitoring.models import Device, Host
+from monitoring.models import Device
 from tests.monitoring.conftest import make_host
 from tests.monitoring.test_loop import settle
 from tests.monitoring.test_ssh_probe import UUID0, gpu_row
-from tests.monitoring.test_views import SNAPSHOT
 
 URL = "/ws/monitoring/live/"
 # database_sync_to_async closes connections after each call, so no wrapping transaction.
@@ -27,19 +26,10 @@ def communicator(client=None):
 
 
 @pytest.fixture
-def lab(db):
-    up = Host.objects.create(
-        name="node-1", address="10.0.0.1", status=Host.Status.UP, last_snapshot=SNAPSHOT
-    )
-    Device.objects.create(host=up, index=0, uuid="GPU-1", name="Tesla T4")
-    Device.objects.create(host=up, index=1, uuid="GPU-9", name="Tesla T4", status="lost")
-    Host.objects.create(
-        name="node-2",
-        address="10.0.0.2",
-        status=Host.Status.UNREACHABLE,
-        last_error="cannot connect to 10.0.0.2:22: timed out",
-    )
-    return up
+def lab(node):
+    """node-1 up with a lost GPU; node-2 down with its last error."""
+    Device.objects.create(host=node, index=1, uuid="GPU-9", name="Tesla T4", status="lost")
+    return node
 
 
 def test_anonymous_visitors_get_nothing(lab):

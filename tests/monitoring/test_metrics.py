@@ -4,26 +4,20 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from monitoring.models import Device, Host
-from tests.monitoring.test_views import SNAPSHOT
+from tests.monitoring.conftest import SNAPSHOT
 
 TOKEN = "s3cret-token"
 
 
 @pytest.fixture
-def lab(db):
-    up = Host.objects.create(
-        name="node-1",
-        address="10.0.0.1",
-        status=Host.Status.UP,
-        last_snapshot=SNAPSHOT,
-        last_probe_seconds=0.25,
-    )
-    Device.objects.create(host=up, index=0, uuid="GPU-1", name="Tesla T4")
-    Device.objects.create(host=up, index=1, uuid="GPU-2", name="Tesla T4", status="lost")
-    down = Host.objects.create(
-        name="node-2", address="10.0.0.2", status=Host.Status.UNREACHABLE, last_snapshot=SNAPSHOT
-    )
-    return up, down
+def lab(node):
+    """node-1 up (with a lost GPU), node-2 down but still holding its last snapshot."""
+    Host.objects.filter(pk=node.pk).update(last_probe_seconds=0.25)
+    Device.objects.create(host=node, index=1, uuid="GPU-2", name="Tesla T4", status="lost")
+    down = Host.objects.get(name="node-2")
+    down.last_snapshot = SNAPSHOT
+    down.save()
+    return node, down
 
 
 def scrape(client, token=TOKEN):

@@ -3,53 +3,8 @@
 import pytest
 from django.urls import reverse
 
-from monitoring.models import Device, Host
+from monitoring.models import Host
 from monitoring.tasks import probe_host_now
-
-SNAPSHOT = {
-    "host": "node-1",
-    "reachable": True,
-    "error": None,
-    "gpus": [
-        {
-            "index": 0,
-            "uuid": "GPU-1",
-            "name": "Tesla T4",
-            "memory_total_mib": 15360,
-            "memory_used_mib": 512,
-            "utilization_gpu": 7,
-            "utilization_memory": 1,
-            "temperature_c": 40,
-            "power_w": None,
-        }
-    ],
-    "processes": [
-        {"gpu_uuid": "GPU-1", "pid": 42, "user": None, "command": "python x.py", "memory_mib": 500}
-    ],
-    "cpu": {"utilization": 3.5, "memory_total_mib": 1000, "memory_used_mib": 100},
-}
-
-
-@pytest.fixture
-def node(db):
-    host = Host.objects.create(
-        name="node-1",
-        address="10.0.0.1",
-        status=Host.Status.UP,
-        last_snapshot=SNAPSHOT,
-        host_key="AAAAsecret",
-        host_key_type="ssh-ed25519",
-        host_key_fingerprint="SHA256:x",
-    )
-    Device.objects.create(host=host, index=0, uuid="GPU-1", name="Tesla T4")
-    Host.objects.create(
-        name="node-2",
-        address="10.0.0.2",
-        status=Host.Status.UNREACHABLE,
-        last_error="cannot connect to 10.0.0.2:22: timed out",
-    )
-    return host
-
 
 PAGES = [reverse("overview"), "/api/hosts/", "/api/devices/"]
 
