@@ -8,9 +8,9 @@ can answer in the host's place.
 
 from django.conf import settings
 
-from monitoring.keys import service_key_path
+from monitoring.connections import ssh_target
 from monitoring.models import Host
-from monitoring.transport import HostKey, SSHTarget, SSHTransport, TransportError
+from monitoring.transport import SSHTransport, TransportError
 
 
 class SignupRefused(Exception):
@@ -18,7 +18,7 @@ class SignupRefused(Exception):
 
 
 def self_signup_enabled() -> bool:
-    return bool(getattr(settings, "SELF_SIGNUP", False))
+    return settings.SELF_SIGNUP
 
 
 def signup_hosts():
@@ -26,25 +26,13 @@ def signup_hosts():
     return Host.objects.filter(enabled=True, transport=Host.Transport.SSH).exclude(host_key="")
 
 
-def _target(host: Host, username: str) -> SSHTarget:
-    return SSHTarget(
-        address=host.address,
-        port=host.port,
-        username=username,
-        key_path=str(service_key_path()),
-        known_host_key=HostKey(host.host_key_type, host.host_key, host.host_key_fingerprint),
-        connect_timeout=getattr(settings, "SSH_CONNECT_TIMEOUT", 5.0),
-        keepalive=getattr(settings, "SSH_KEEPALIVE", 15),
-    )
-
-
 def prove_unix_account(host: Host, username: str) -> None:
     """Log in to ``host`` as ``username`` with the service key; raise SignupRefused if not."""
     if host.is_local or not host.host_key:
         raise SignupRefused(f"{host} cannot be used for sign-up: its host key is not recorded.")
-    transport = SSHTransport(_target(host, username))
+    transport = SSHTransport(ssh_target(host, username))
     try:
-        result = transport.run(["id", "-un"], timeout=getattr(settings, "SSH_COMMAND_TIMEOUT", 20))
+        result = transport.run(["id", "-un"], timeout=settings.SSH_COMMAND_TIMEOUT)
     except TransportError as exc:
         raise SignupRefused(f"Could not log in to {host} as {username}: {exc}") from None
     finally:

@@ -37,25 +37,29 @@ def _signature(host: Host, host_key: str | None = None) -> tuple:
     return (host.transport, host.address, host.port, host.username, key)
 
 
-def _make_transport(host: Host):
-    if host.is_local:
-        return LocalTransport()
+def ssh_target(host: Host, username: str | None = None) -> SSHTarget:
+    """How to reach host over SSH with the service key, as its monitoring user or another.
+
+    The recorded host key (if any) is required, so a host that changed key is refused.
+    """
     known = (
         HostKey(host.host_key_type, host.host_key, host.host_key_fingerprint)
         if host.host_key
         else None
     )
-    return SSHTransport(
-        SSHTarget(
-            address=host.address,
-            port=host.port,
-            username=host.username,
-            key_path=str(service_key_path()),
-            known_host_key=known,
-            connect_timeout=settings.SSH_CONNECT_TIMEOUT,
-            keepalive=settings.SSH_KEEPALIVE,
-        )
+    return SSHTarget(
+        address=host.address,
+        port=host.port,
+        username=username or host.username,
+        key_path=str(service_key_path()),
+        known_host_key=known,
+        connect_timeout=settings.SSH_CONNECT_TIMEOUT,
+        keepalive=settings.SSH_KEEPALIVE,
     )
+
+
+def _make_transport(host: Host):
+    return LocalTransport() if host.is_local else SSHTransport(ssh_target(host))
 
 
 class ConnectionPool:
