@@ -34,7 +34,7 @@ def validate_time_zone(value: str) -> None:
 
 def site_zone() -> ZoneInfo:
     """The zone weekly windows and grant dates are read in (read per call: tests change it)."""
-    return ZoneInfo(getattr(settings, "SITE_TIME_ZONE", settings.TIME_ZONE))
+    return ZoneInfo(settings.SITE_TIME_ZONE)
 
 
 def site_today() -> date:

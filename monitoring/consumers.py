@@ -43,7 +43,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         """Dashboards only listen; anything they send is ignored."""
 
     async def poll(self):
-        interval = float(getattr(settings, "MONITORING_INTERVAL", 2.0))
+        interval = float(settings.MONITORING_INTERVAL)
         while True:
             await asyncio.sleep(interval)
             await self.send_if_fresh()

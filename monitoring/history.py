@@ -145,9 +145,9 @@ def _values(average: dict, fields: list[str]) -> dict:
 
 def retention_limits(now: datetime) -> dict[int, datetime]:
     """Rows of each tier older than this are deleted."""
-    raw_hours = getattr(settings, "MONITORING_RAW_RETENTION_HOURS", 24)
-    minute_days = getattr(settings, "MONITORING_MINUTE_RETENTION_DAYS", 30)
-    hour_days = getattr(settings, "MONITORING_HOUR_RETENTION_DAYS", 400)
+    raw_hours = settings.MONITORING_RAW_RETENTION_HOURS
+    minute_days = settings.MONITORING_MINUTE_RETENTION_DAYS
+    hour_days = settings.MONITORING_HOUR_RETENTION_DAYS
     return {
         Resolution.RAW: now - timedelta(hours=raw_hours),
         Resolution.MINUTE: now - timedelta(days=minute_days),

@@ -42,7 +42,7 @@ SCHEDULES = {
 
 
 def interval() -> float:
-    return float(getattr(settings, "MONITORING_INTERVAL", 2.0))
+    return float(settings.MONITORING_INTERVAL)
 
 
 def lease_seconds() -> float:
@@ -188,7 +188,7 @@ class ProbeLoop:
 
         Counted per host: a slow host that finishes in odd cycles still gets its samples.
         """
-        step = getattr(settings, "MONITORING_HISTORY_STEP", 10.0)
+        step = settings.MONITORING_HISTORY_STEP
         last = self.last_sample.get(host.pk)
         if last is not None and (now - last).total_seconds() < step - self.interval / 2:
             return False

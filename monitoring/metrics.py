@@ -111,7 +111,7 @@ def _process_counts(live, hosts) -> GaugeMetricFamily:
 
 def token_matches(request) -> bool:
     """Constant-time check of ``Authorization: Bearer <METRICS_TOKEN>``."""
-    expected = f"Bearer {getattr(settings, 'METRICS_TOKEN', '')}".encode()
+    expected = f"Bearer {settings.METRICS_TOKEN}".encode()
     given = request.headers.get("Authorization", "").encode()
     return hmac.compare_digest(given, expected)
 
@@ -119,7 +119,7 @@ def token_matches(request) -> bool:
 @require_GET
 def metrics(request):
     """The Prometheus scrape target; off (403) unless METRICS_TOKEN is set."""
-    if not getattr(settings, "METRICS_TOKEN", ""):
+    if not settings.METRICS_TOKEN:
         return HttpResponseForbidden("/metrics is off: set METRICS_TOKEN to enable it.\n")
     if not token_matches(request):
         return HttpResponseForbidden("Send the header 'Authorization: Bearer <METRICS_TOKEN>'.\n")
