@@ -10,6 +10,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils.dateparse import parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, viewsets
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import DjangoModelPermissions, IsAuthenticated
@@ -170,6 +172,44 @@ class AccessQuery(serializers.Serializer):
         return attrs
 
 
+class IntervalSerializer(serializers.Serializer):
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+
+
+class AccessDeviceSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    host = serializers.CharField()
+    covered = IntervalSerializer(many=True, help_text="When it may be used, in the site zone.")
+
+
+class BanSerializer(serializers.Serializer):
+    reason = serializers.CharField()
+    until = serializers.DateTimeField(allow_null=True)
+
+
+class AccessAnswerSerializer(serializers.Serializer):
+    """The answer of ``GET /api/access/`` (for the schema; the view builds a dict)."""
+
+    user = serializers.CharField(allow_null=True)
+    group = serializers.CharField(allow_null=True)
+    time_zone = serializers.CharField()
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    ban = BanSerializer(allow_null=True)
+    devices = AccessDeviceSerializer(many=True)
+
+
+ACCESS_PARAMETERS = [
+    OpenApiParameter("start", OpenApiTypes.DATETIME, required=True, description="With offset."),
+    OpenApiParameter("end", OpenApiTypes.DATETIME, required=True, description="Within 366 days."),
+    OpenApiParameter("device", int, description="Only this GPU."),
+    OpenApiParameter("user", int, description="Ask about this user (admins, host admins)."),
+    OpenApiParameter("group", int, description="Ask about this group (admins, host admins)."),
+]
+
+
 def _interval(start: datetime, end: datetime, zone) -> dict:
     return {"start": start.astimezone(zone).isoformat(), "end": end.astimezone(zone).isoformat()}
 
@@ -183,7 +223,10 @@ class AccessViewSet(viewsets.GenericViewSet):
 
     # The router names routes after the queryset's model; Profile keeps "access" unique.
     queryset = Profile.objects.none()
+    serializer_class = AccessAnswerSerializer
+    answers_one_object = True  # GET /api/access/ is one summary, not a list (for the schema)
 
+    @extend_schema(parameters=ACCESS_PARAMETERS)
     def list(self, request):
         query = AccessQuery(data=request.query_params)
         query.is_valid(raise_exception=True)

@@ -208,7 +208,13 @@ def coverage_map(
     is_user = not isinstance(principal, Group)
     if is_user and is_banned(principal):
         return {device: [] for device in devices}
-    banned = _ban_periods(bans_during(principal, start, end)) if is_user else []
+    bans = bans_during(principal, start, end) if is_user else []
+    return _coverage(principal, start, end, devices, bans)
+
+
+def _coverage(principal, start, end, devices, bans: list[Ban]) -> dict[Device, list[tuple]]:
+    """coverage_map once the bans are known (the principal is not banned now)."""
+    banned = _ban_periods(bans)
     zone = site_zone()
     pieces = list(offset_pieces(start, end, zone))
     per_grant = [
@@ -235,10 +241,11 @@ def check_access(user, device: Device, start: datetime, end: datetime) -> Access
     ban = active_ban(user)
     if ban is not None:
         return AccessDecision(False, [(start, end)], ban_sentence(user, ban))
-    uncovered = gaps(covered_intervals(user, device, start, end), start, end)
+    # Asked once here (this runs before every start and booking), not again by coverage_map.
+    later_bans = bans_during(user, start, end)
+    uncovered = gaps(_coverage(user, start, end, [device], later_bans)[device], start, end)
     if not uncovered:
         return AccessDecision(True)
-    later_bans = bans_during(user, start, end)
     if later_bans:
         return AccessDecision(False, uncovered, ban_sentence(user, later_bans[0]))
     return AccessDecision(False, uncovered, uncovered_sentence(user, device, uncovered))

@@ -7,14 +7,16 @@ from django.contrib.auth.models import Group
 
 from monitoring.models import username_validator
 
-from .models import Profile
+from .models import Profile, check_calendar_year
 from .signup import SignupRefused, prove_unix_account, signup_hosts
 
 
 class WeekForm(forms.Form):
     """Which week, and (for operators and host admins) whose access."""
 
-    week = forms.DateField(required=False, help_text="Any day of the week to show.")
+    week = forms.DateField(
+        required=False, validators=[check_calendar_year], help_text="Any day of the week to show."
+    )
     user = forms.ModelChoiceField(get_user_model().objects.order_by("username"), required=False)
     group = forms.ModelChoiceField(Group.objects.order_by("name"), required=False)
 

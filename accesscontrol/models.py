@@ -41,6 +41,19 @@ def site_today() -> date:
     return timezone.localdate(timezone=site_zone())
 
 
+# Dates people may ask the calendars about: far from datetime's limits (years 1 and 9999),
+# so moving a time into another zone or a few weeks on cannot overflow into a 500.
+CALENDAR_YEARS = range(1900, 9001)
+
+
+def check_calendar_year(value: date, field: str | None = None) -> None:
+    """A validator (of a form field), or with ``field`` an error naming that field."""
+    if value.year not in CALENDAR_YEARS:
+        first, last = CALENDAR_YEARS[0], CALENDAR_YEARS[-1]
+        message = f"Give a date between the years {first} and {last}."
+        raise ValidationError({field: message} if field else message)
+
+
 class Grant(models.Model):
     """Gives users and/or groups access to devices between two dates, optionally in windows.
 

@@ -113,11 +113,15 @@ def full_cycle(loop: ProbeLoop, n: int) -> None:
         raise RuntimeError(f"cycle recorded {len(recorded)} of {n} hosts")
 
 
+# The probe as the loop sends it once a host's versions are known (see probes.probe_host).
+STEADY_PROBE = probe_argv(settings.NVIDIA_SMI_TIMEOUT, versions=False)
+
+
 def fresh_connection_probe(hosts: list[Host]) -> None:
     def probe(host):
         transport = SSHTransport(target(host))
         try:
-            transport.run(probe_argv(settings.NVIDIA_SMI_TIMEOUT), timeout=30)
+            transport.run(STEADY_PROBE, timeout=30)
         finally:
             transport.close()
 
@@ -153,7 +157,7 @@ def bare_clients(hosts: list[Host]) -> list[paramiko.SSHClient]:
 
 
 def floor(clients: list[paramiko.SSHClient], executor: ThreadPoolExecutor) -> None:
-    command = subprocess.list2cmdline(probe_argv(settings.NVIDIA_SMI_TIMEOUT))
+    command = subprocess.list2cmdline(STEADY_PROBE)
 
     def send(client):
         _, stdout, _ = client.exec_command(command)  # noqa: S601 (fixed script)

@@ -11,14 +11,29 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from hiveproject.routing import websocket_urlpatterns  # noqa: E402
+
+
+class ScriptPrefix:
+    """Under a sub-path the proxy passes /prefix/ws/...: Django strips FORCE_SCRIPT_NAME from
+    HTTP paths itself, Channels' router strips only scope["root_path"], so set it from there."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if settings.FORCE_SCRIPT_NAME and not scope.get("root_path"):
+            scope = dict(scope, root_path=settings.FORCE_SCRIPT_NAME)
+        return await self.app(scope, receive, send)
+
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        "websocket": ScriptPrefix(
+            AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
         ),
     }
 )

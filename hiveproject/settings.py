@@ -6,9 +6,11 @@ switches to the production profile. Values may also come from ``HIVE_DATA_DIR/hi
 (written by ``manage.py init``); the process environment always wins over that file.
 """
 
+import json
 import os
 import secrets
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 
@@ -56,6 +58,14 @@ def envlist(name: str, default: str) -> list[str]:
     return [item.strip() for item in envstr(name, default).split(",") if item.strip()]
 
 
+def envhandlers(name: str, default: list) -> list:
+    """A JSON list (entries with options) or plain comma-separated dotted paths."""
+    raw = envstr(name).strip()
+    if raw.startswith("["):
+        return json.loads(raw)
+    return envlist(name, "") or default
+
+
 def _persisted_secret_key() -> str:
     """SECRET_KEY from the environment, else generated once and kept in the data dir."""
     if envstr("SECRET_KEY"):
@@ -73,7 +83,34 @@ SECRET_KEY = _persisted_secret_key()
 DEBUG = envbool("DEBUG", False)
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 PUBLIC_URL = envstr("PUBLIC_URL", "http://localhost:8000")
-CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", PUBLIC_URL)
+
+# --- Security, HTTPS and reverse proxies -------------------------------------------------
+# Everything follows PUBLIC_URL: https turns the secure profile on, a path (https://lab.org/gpus)
+# serves the site under that prefix. Each part can still be set on its own.
+_PUBLIC = urlsplit(PUBLIC_URL)
+# Browsers send Origin as scheme://host[:port], never with the sub-path.
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", f"{_PUBLIC.scheme}://{_PUBLIC.netloc}")
+# The proxy passes the full path (/gpus/...); Django strips the prefix and puts it back into
+# every URL it builds. "" when served at the root.
+HIVE_URL_PREFIX = "/" + envstr("HIVE_URL_PREFIX", _PUBLIC.path).strip("/")
+HIVE_URL_PREFIX = HIVE_URL_PREFIX.rstrip("/")
+FORCE_SCRIPT_NAME = HIVE_URL_PREFIX or None
+# Cookies stay under the prefix, so other sites on the same host never receive them.
+SESSION_COOKIE_PATH = CSRF_COOKIE_PATH = HIVE_URL_PREFIX or "/"
+HIVE_SECURE = envbool("HIVE_SECURE", _PUBLIC.scheme == "https")
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", HIVE_SECURE)
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", HIVE_SECURE)
+CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", HIVE_SECURE)
+# HSTS cannot be taken back for its duration: it is on only when the site is https anyway.
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 31536000 if HIVE_SECURE else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", HIVE_SECURE)
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", HIVE_SECURE)
+# Behind nginx, the proxy says whether the browser used https and which host it asked for.
+# Only set this when the proxy overwrites these headers and daphne is not reachable directly.
+HIVE_BEHIND_PROXY = envbool("HIVE_BEHIND_PROXY", False)
+if HIVE_BEHIND_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    USE_X_FORWARDED_HOST = True
 
 INSTALLED_APPS = [
     "daphne",
@@ -85,6 +122,8 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "guardian",
     "django_q",
     "channels",
@@ -92,6 +131,10 @@ INSTALLED_APPS = [
     "accesscontrol",
     "reservations",
     "jobs",
+    "protection",
+    "queueing",
+    "audit",
+    "apitokens",
 ]
 
 MIDDLEWARE = [
@@ -101,6 +144,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Lets audit entries written by model signals name the signed-in user.
+    "audit.context.ActorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -128,7 +173,17 @@ ASGI_APPLICATION = "hiveproject.asgi.application"
 
 DATABASE_URL = envstr("DATABASE_URL")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    # A pool per process: under ASGI every request runs in a thread of its own, so without a
+    # bound 200 busy users opened more connections than PostgreSQL allows ("too many clients
+    # already", bench/load). Requests wait for a pooled connection instead. Health checks
+    # make the pool test connections on checkout: ones a database restart cut are replaced.
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_health_checks=True)}
+    if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1,
+            "max_size": envint("DATABASE_POOL_SIZE", 20),
+            "timeout": envfloat("DATABASE_POOL_TIMEOUT", 10),
+        }
 else:
     DATABASES = {
         "default": {
@@ -174,6 +229,8 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 AUTHENTICATION_BACKENDS = [
+    # First: refuses password checks for a name and address after repeated failures.
+    "apitokens.signin.SignInLimit",
     "django.contrib.auth.backends.ModelBackend",
     "guardian.backends.ObjectPermissionBackend",
 ]
@@ -192,7 +249,7 @@ TIME_ZONE = SITE_TIME_ZONE
 USE_I18N = True
 USE_TZ = True
 
-STATIC_URL = "static/"
+STATIC_URL = f"{HIVE_URL_PREFIX}/static/"
 STATIC_ROOT = HIVE_DATA_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
@@ -211,12 +268,40 @@ LOGOUT_REDIRECT_URL = "login"
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
+        "apitokens.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # drf-spectacular's, documenting the error answers of every operation.
+    "DEFAULT_SCHEMA_CLASS": "hiveproject.api_errors.HiveAutoSchema",
+    # One error shape everywhere: {"detail": message, <field>: [messages]...}.
+    "EXCEPTION_HANDLER": "hiveproject.api_errors.exception_handler",
+    # Only views that name a throttle scope are limited (token endpoints); see apitokens.
+    "DEFAULT_THROTTLE_RATES": {"tokens": envstr("TOKEN_THROTTLE_RATE", "30/minute")},
 }
+SPECTACULAR_SETTINGS = {
+    "TITLE": "GPU Hive API",
+    "DESCRIPTION": "Monitoring, access, reservations and jobs of a lab's shared GPU servers.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from our own static files (drf-spectacular-sidecar), never a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+# Sign-in attempts per username and address before the login form says "wait".
+LOGIN_ATTEMPTS = envint("LOGIN_ATTEMPTS", 5)
+LOGIN_ATTEMPT_WINDOW = envint("LOGIN_ATTEMPT_WINDOW", 300)
 
 EMAIL_BACKEND = envstr("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "gpuhive@localhost")
+# SMTP (EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend); no user: no login.
+EMAIL_HOST = envstr("EMAIL_HOST", "localhost")
+EMAIL_PORT = envint("EMAIL_PORT", 25)
+EMAIL_HOST_USER = envstr("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = envstr("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = envbool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT", 10)
 
 # --- Monitoring and SSH -------------------------------------------------------------------
 MONITORING_INTERVAL = envfloat("MONITORING_INTERVAL", 2.0)
@@ -235,6 +320,8 @@ MONITORING_HISTORY_STEP = envfloat("MONITORING_HISTORY_STEP", 10.0)
 MONITORING_RAW_RETENTION_HOURS = envfloat("MONITORING_RAW_RETENTION_HOURS", 24)
 MONITORING_MINUTE_RETENTION_DAYS = envfloat("MONITORING_MINUTE_RETENTION_DAYS", 30)
 MONITORING_HOUR_RETENTION_DAYS = envfloat("MONITORING_HOUR_RETENTION_DAYS", 400)
+# Disk usage is measured for these paths on every host (absolute; missing ones are skipped).
+MONITORING_DISK_PATHS = envlist("MONITORING_DISK_PATHS", "/,/home")
 
 # --- Access control ----------------------------------------------------------------------
 # Let people create an account by proving a UNIX account on a host (off: admins add users).
@@ -244,6 +331,70 @@ SELF_SIGNUP = envbool("SELF_SIGNUP", False)
 RESERVATION_MIN_MINUTES = envint("RESERVATION_MIN_MINUTES", 30)
 RESERVATION_MAX_DAYS = envint("RESERVATION_MAX_DAYS", 8)
 RESERVATION_START_GRACE_SECONDS = envint("RESERVATION_START_GRACE_SECONDS", 60)
+# Mails: reminders this many minutes before a reservation starts and ends; a warning when a
+# reserved GPU stayed under RESERVATION_IDLE_UTILIZATION % for RESERVATION_IDLE_MINUTES.
+RESERVATION_REMIND_START_MINUTES = envint("RESERVATION_REMIND_START_MINUTES", 30)
+RESERVATION_REMIND_END_MINUTES = envint("RESERVATION_REMIND_END_MINUTES", 30)
+RESERVATION_IDLE_UTILIZATION = envfloat("RESERVATION_IDLE_UTILIZATION", 5.0)
+RESERVATION_IDLE_MINUTES = envint("RESERVATION_IDLE_MINUTES", 60)
+
+# --- Jobs --------------------------------------------------------------------------------
+# Where task logs, pid and exit files go on each host ("~/" is the account's home there).
+JOBS_LOG_DIR = envstr("JOBS_LOG_DIR", "~/.gpuhive/logs")
+# Screen sessions are named PREFIX-<task id>; give each installation sharing hosts its own.
+JOBS_SESSION_PREFIX = envstr("JOBS_SESSION_PREFIX", "hive-task")
+# A scheduled (or graceful) stop sends SIGTERM, then SIGKILL after this many seconds.
+JOBS_STOP_GRACE_SECONDS = envint("JOBS_STOP_GRACE_SECONDS", 30)
+# A task still "starting" after this many seconds was left by a starter that died (no worker
+# task runs longer); the next sync adopts its screen session or puts it back to pending.
+JOBS_START_TIMEOUT = envint("JOBS_START_TIMEOUT", Q_CLUSTER["timeout"] + 30)
+# The most log bytes one poll of the live log view returns.
+JOBS_LOG_CHUNK_BYTES = envint("JOBS_LOG_CHUNK_BYTES", 65536)
+
+# --- Queue -------------------------------------------------------------------------------
+# A queued job does not start on a GPU that someone else has reserved from within this many
+# minutes (the owner's own reservations do not count).
+QUEUE_RESERVATION_HORIZON = envint("QUEUE_RESERVATION_HORIZON", 30)
+# Queue jobs on a GPU someone else reserved are sent SIGTERM this many seconds before the
+# reservation starts (SIGKILL follows JOBS_STOP_GRACE_SECONDS later).
+QUEUE_PREEMPT_LEAD_SECONDS = envint("QUEUE_PREEMPT_LEAD_SECONDS", JOBS_STOP_GRACE_SECONDS + 60)
+# Highest priority for users whose group has no queue quota (admins set quotas per group).
+QUEUE_DEFAULT_MAX_PRIORITY = envint("QUEUE_DEFAULT_MAX_PRIORITY", 0)
+# A job whose start failed this many times leaves the queue as failed.
+QUEUE_MAX_START_FAILURES = envint("QUEUE_MAX_START_FAILURES", 3)
+# API tokens have a "state" and distributed jobs a "kind" too: the schema keeps its names
+# for theirs and names the queue's.
+SPECTACULAR_SETTINGS.setdefault("ENUM_NAME_OVERRIDES", {}).update(
+    {
+        "QueuedJobStateEnum": "queueing.models.QueuedJob.State",
+        "QueuedTaskKindEnum": "queueing.models.QueuedTask.Kind",
+        "StateEnum": ["active", "expired", "revoked"],
+        "KindEnum": "jobs.distributed.KINDS.items",
+    }
+)
+
+# --- Protection --------------------------------------------------------------------------
+# off | reserved (intruders on reserved GPUs) | strict (also any use without a reservation).
+PROTECTION_LEVEL = envstr("PROTECTION_LEVEL", "reserved")
+# Extra cycles for a process already running when a reservation begins (the previous user's
+# job, just ending) and, at the strict level, on an unreserved GPU; one appearing during a
+# reservation is flagged at first sight.
+PROTECTION_GRACE_CYCLES = envint("PROTECTION_GRACE_CYCLES", 1)
+# Never flagged: every process of these UNIX users, and USER:GLOB command patterns (* = anyone).
+PROTECTION_ALLOWED_USERS = envlist("PROTECTION_ALLOWED_USERS", "")
+PROTECTION_ALLOWED_COMMANDS = envlist(
+    "PROTECTION_ALLOWED_COMMANDS",
+    "root:*Xorg*,root:*Xwayland*,gdm:*gnome-shell*,gdm:*Xwayland*,root:*nvidia-persistenced*",
+)
+# Dotted paths, comma-separated, or a JSON list whose entries are dotted paths or
+# {"handler": dotted path, "options": {...}, "repeat_seconds": N}; see protection/handlers/.
+VIOLATION_HANDLERS = envhandlers(
+    "VIOLATION_HANDLERS",
+    [
+        "protection.handlers.terminal.write_to_terminals",
+        "protection.handlers.email.EmailHandler",
+    ],
+)
 
 LOGGING = {
     "version": 1,

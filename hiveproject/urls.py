@@ -1,9 +1,14 @@
 from django.contrib import admin
 from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 import accesscontrol.urls
+import apitokens.urls
+import apitokens.views
 import jobs.urls
+import protection.urls
+import queueing.urls
 import reservations.urls
 from monitoring import api as monitoring_api
 
@@ -11,17 +16,35 @@ router = DefaultRouter()
 router.register("hosts", monitoring_api.HostViewSet)
 router.register("devices", monitoring_api.DeviceViewSet)
 router.register("processes", monitoring_api.ProcessViewSet, basename="process")
-for app_urls in (accesscontrol.urls, reservations.urls, jobs.urls):
+for app_urls in (
+    accesscontrol.urls,
+    reservations.urls,
+    jobs.urls,
+    protection.urls,
+    queueing.urls,
+    apitokens.urls,
+):
     for prefix, viewset in app_urls.api_routes:
         router.register(prefix, viewset)
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Login forms that say when a name is locked after failed sign-ins (apitokens.signin).
+    path("accounts/login/", apitokens.views.sign_in, name="login"),
+    path("api-auth/login/", apitokens.views.api_sign_in),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("account/", include("apitokens.urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include(router.urls)),
     path("api-auth/", include("rest_framework.urls")),
     path("access/", include("accesscontrol.urls")),
     path("reservations/", include("reservations.urls")),
     path("jobs/", include("jobs.urls")),
+    path("protection/", include("protection.urls")),
+    path("queue/", include("queueing.urls")),
     path("", include("monitoring.urls")),
 ]
+# A URL no route matches answers JSON under /api/, like every other API error.
+handler404 = "hiveproject.api_errors.not_found"
+handler500 = "hiveproject.api_errors.server_error"

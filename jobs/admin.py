@@ -1,0 +1,39 @@
+"""Jobs in the operator console: read-only (tasks change by running, not by editing)."""
+
+from django.contrib import admin
+
+from accesscontrol.permissions import RestrictedAdminMixin
+
+from .models import Job, Task
+
+
+class TaskInline(admin.TabularInline):
+    model = Task
+    fields = ["host", "command", "status", "exit_code", "started_at", "ended_at", "error"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+
+@admin.register(Job)
+class JobAdmin(RestrictedAdminMixin, admin.ModelAdmin):
+    list_display = ["name", "owner", "status", "created"]
+    search_fields = ["name", "owner__username"]
+    readonly_fields = ["owner", "template", "created"]
+    inlines = [TaskInline]
+
+
+@admin.register(Task)
+class TaskAdmin(RestrictedAdminMixin, admin.ModelAdmin):
+    list_display = ["pk", "job", "host", "status", "exit_code", "unix_username", "started_at"]
+    list_filter = ["status", "host"]
+    search_fields = ["job__name", "command", "screen_session"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [
+            f.name for f in Task._meta.fields if f.name not in ("scheduled_start", "scheduled_stop")
+        ]
+
+    def has_add_permission(self, request):
+        return False

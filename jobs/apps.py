@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class JobsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "jobs"
+
+    def ready(self):
+        from . import permissions, receivers  # noqa: F401  (register rules and receivers)

@@ -1,1 +1,123 @@
-"""Models of jobs (see its issue)."""
+"""Jobs: groups of tasks, each one command run on one host in a detached GNU screen session.
+
+A task's command is rendered from a template once, when the task is created (values are
+shell-quoted then), and stored: what the pages show is exactly what runs.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from monitoring.models import Device, Host
+from reservations.models import Reservation
+
+
+class Job(models.Model):
+    """A group of tasks of one owner (e.g. one distributed training, or one grid search)."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="jobs"
+    )
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    # The template the tasks were rendered from, kept so the job can be duplicated or re-gridded.
+    template = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def status(self) -> str:
+        """Derived from the tasks: running > pending > failed > stopped > succeeded."""
+        return derive_status([(t.status, t.exit_code) for t in self.tasks.all()])
+
+
+def derive_status(states: list[tuple[str, int | None]]) -> str:
+    if not states:
+        return "empty"
+    statuses = {status for status, _ in states}
+    if statuses & Task.ACTIVE:
+        return "running"
+    if Task.Status.PENDING in statuses:
+        return "pending"
+    if Task.Status.FAILED in statuses or any(
+        s == Task.Status.EXITED and code != 0 for s, code in states
+    ):
+        return "failed"
+    if Task.Status.KILLED in statuses:
+        return "stopped"
+    return "succeeded"
+
+
+class Task(models.Model):
+    """One command on one host, with zero or more GPUs, run as the job owner's UNIX account."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        STARTING = "starting", "Starting"
+        RUNNING = "running", "Running"
+        STOPPING = "stopping", "Stopping"
+        EXITED = "exited", "Exited"  # ended on its own; exit_code says how
+        KILLED = "killed", "Stopped"  # ended after interrupt/terminate/kill
+        FAILED = "failed", "Failed"  # could not start, or vanished without an exit code
+
+    # A process may exist on the host in these states; sync watches them.
+    ACTIVE = frozenset({Status.STARTING, Status.RUNNING, Status.STOPPING})
+    ENDED = frozenset({Status.EXITED, Status.KILLED, Status.FAILED})
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="tasks")
+    host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="tasks")
+    devices = models.ManyToManyField(Device, blank=True, related_name="tasks")
+    template = models.TextField(help_text="Command template with {name} fields.")
+    parameters = models.JSONField(default=dict, blank=True, help_text="Values of the fields.")
+    env = models.JSONField(default=dict, blank=True, help_text="Environment variables (rendered).")
+    command = models.TextField(help_text="The rendered shell command: exactly what runs.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    error = models.TextField(blank=True, help_text="Why the task failed to start or was lost.")
+    # Filled at spawn: where the task runs and how to reach it again after a restart.
+    unix_username = models.CharField(max_length=64, blank=True)
+    screen_session = models.CharField(max_length=100, blank=True)
+    log_path = models.CharField(max_length=500, blank=True)
+    argv = models.JSONField(default=list, blank=True, help_text="The argv sent to the host.")
+    pid = models.PositiveIntegerField(null=True, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    # Scheduled actions (run by the workers; see jobs.tasks.run_due_actions).
+    scheduled_start = models.DateTimeField(null=True, blank=True)
+    scheduled_stop = models.DateTimeField(null=True, blank=True)
+    stop_requested_at = models.DateTimeField(null=True, blank=True)
+    # A graceful stop sends SIGTERM, then SIGKILL at this time if the task still runs.
+    kill_at = models.DateTimeField(null=True, blank=True)
+    reservation = models.ForeignKey(
+        Reservation, null=True, blank=True, on_delete=models.SET_NULL, related_name="tasks"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["job", "id"]
+        indexes = [
+            models.Index(fields=["status"]),
+            models.Index(
+                fields=["scheduled_start"],
+                condition=Q(status="pending", scheduled_start__isnull=False),
+                name="task_due_start",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.job} #{self.pk} on {self.host}"
+
+    @property
+    def session_name(self) -> str:
+        """The screen session's name (users attach with `screen -x`): the one it started
+        with, or the one it will start with (unique per task and per installation)."""
+        return self.screen_session or f"{settings.JOBS_SESSION_PREFIX}-{self.pk}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE

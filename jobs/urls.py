@@ -1,5 +1,22 @@
 """Pages and API routes of jobs (wired in hiveproject/urls.py)."""
 
-urlpatterns = []
+from django.urls import path
+
+from . import views
+from .api import JobViewSet, TaskViewSet
+
+urlpatterns = [
+    path("", views.job_list, name="job-list"),
+    path("action", views.jobs_action, name="jobs-action"),
+    path("new/", views.job_new, name="job-new"),
+    path("new/grid/", views.job_grid, name="job-grid"),
+    path("new/distributed/", views.job_distributed, name="job-distributed"),
+    path("<int:pk>/", views.job_detail, name="job-detail"),
+    path("<int:pk>/action", views.job_action, name="job-action"),
+    path("<int:pk>/duplicate", views.job_duplicate, name="job-duplicate"),
+    path("tasks/<int:pk>/log/", views.task_log, name="task-log"),
+    path("tasks/<int:pk>/log.json", views.task_log_piece, name="task-log-piece"),
+    path("tasks/<int:pk>/log.txt", views.task_log_download, name="task-log-download"),
+]
 # (prefix, viewset) pairs registered on the project's /api/ router.
-api_routes = []
+api_routes = [("jobs", JobViewSet), ("tasks", TaskViewSet)]

@@ -1,5 +1,6 @@
 from django.contrib import admin, messages
 from django.db import transaction
+from django.db.models import Count, Q
 from django.utils.html import format_html
 from django_q.tasks import async_task
 
@@ -49,9 +50,14 @@ class HostAdmin(admin.ModelAdmin):
         colour = {"up": "green", "unknown": "gray"}.get(host.status, "red")
         return format_html('<b style="color:{}">{}</b>', colour, host.get_status_display())
 
-    @admin.display(description="GPUs")
+    def get_queryset(self, request):
+        # The GPU column is counted in the list's one query, not one query per host.
+        present = Count("devices", filter=Q(devices__status=Device.Status.PRESENT))
+        return super().get_queryset(request).annotate(present_gpus=present)
+
+    @admin.display(description="GPUs", ordering="present_gpus")
     def gpu_count(self, host):
-        return host.devices.filter(status=Device.Status.PRESENT).count()
+        return host.present_gpus
 
     @admin.display(description="last error")
     def short_error(self, host):

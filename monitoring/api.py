@@ -7,12 +7,13 @@ averaged series for a time range; ``/api/processes/`` lists the GPU processes se
 from datetime import timedelta
 
 from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from .history import GPU_FIELDS, HOST_FIELDS, retention_limits
-from .models import Device, GpuMetric, Host, HostMetric, Resolution
+from .history import DISK_FIELDS, GPU_FIELDS, HOST_FIELDS, retention_limits
+from .models import Device, DiskMetric, GpuMetric, Host, HostMetric, Resolution
 
 MAX_POINTS = 5000
 
@@ -35,6 +36,7 @@ class HostSerializer(serializers.ModelSerializer):
             "last_error",
             "host_key_fingerprint",
             "latest",
+            "hardware",
         ]
 
     def get_latest(self, host) -> dict | None:
@@ -85,11 +87,14 @@ class RangeSerializer(serializers.Serializer):
 
     def validate(self, data):
         until = data.get("until") or timezone.now()
-        since = data.get("since") or until - timedelta(hours=1)
+        try:
+            since = data.get("since") or until - timedelta(hours=1)
+        except OverflowError:  # an until in the first hour of year 1
+            raise serializers.ValidationError({"until": "until is too early."}) from None
         if since >= until:
             raise serializers.ValidationError({"since": "since must be before until."})
-        step = _step_named(data.get("resolution")) if data.get("resolution") else None
-        step = step if step is not None else choose_step(since, until)
+        label = data.get("resolution")
+        step = _step_named(label) if label else choose_step(since, until)
         if (until - since).total_seconds() / max(step, 10) > MAX_POINTS:
             raise serializers.ValidationError(
                 {"resolution": f"Too many points at this resolution (at most {MAX_POINTS})."}
@@ -112,38 +117,89 @@ def choose_step(since, until) -> int:
     return Resolution.HOUR
 
 
-def history_response(request, rows, owner: dict, fields: list[str]) -> Response:
+class HistorySerializer(serializers.Serializer):
+    """A metric series: one object per sample, with ``time`` and the metric fields."""
+
+    since = serializers.DateTimeField()
+    until = serializers.DateTimeField()
+    resolution = serializers.ChoiceField(choices=[label for _, label in Resolution.choices])
+    samples = serializers.ListField(child=serializers.DictField())
+
+
+class HostHistorySerializer(HistorySerializer):
+    host = serializers.IntegerField()
+
+
+class DeviceHistorySerializer(HistorySerializer):
+    device = serializers.IntegerField()
+
+
+class ProcessSerializer(serializers.Serializer):
+    """A GPU process from its host's last probe."""
+
+    host = serializers.CharField()
+    device = serializers.IntegerField(allow_null=True, help_text="null: GPU not in the inventory")
+    gpu_index = serializers.IntegerField(allow_null=True)
+    gpu_uuid = serializers.CharField()
+    pid = serializers.IntegerField(allow_null=True)
+    user = serializers.CharField(allow_null=True)
+    command = serializers.CharField()
+    memory_mib = serializers.IntegerField(allow_null=True)
+
+
+def history_response(request, rows, owner: dict, fields: list[str], extra=None) -> Response:
+    """The series of rows over the requested range; ``extra(range)`` adds more keys."""
     query = RangeSerializer(data=request.query_params)
     query.is_valid(raise_exception=True)
-    since, until, step = (query.validated_data[k] for k in ("since", "until", "step"))
-    samples = rows.filter(step=step, time__gte=since, time__lt=until).order_by("time")
+    span = tuple(query.validated_data[k] for k in ("since", "until", "step"))
+    since, until, step = span
     return Response(
         {
             **owner,
             "since": since,
             "until": until,
             "resolution": Resolution(step).label,
-            "samples": list(samples.values("time", *fields)),
+            "samples": samples_in(rows, span, fields),
+            **(extra(span) if extra else {}),
         }
     )
+
+
+def samples_in(rows, span, fields: list[str]) -> list[dict]:
+    since, until, step = span
+    rows = rows.filter(step=step, time__gte=since, time__lt=until).order_by("time")
+    return list(rows.values("time", *fields))
+
+
+def disk_series(host: Host, span) -> dict:
+    """{"disks": {path: samples}} for the host's measured paths over the same range."""
+    disks = {}
+    for row in samples_in(DiskMetric.objects.filter(host=host), span, ["path", *DISK_FIELDS]):
+        disks.setdefault(row.pop("path"), []).append(row)
+    return {"disks": disks}
 
 
 class HostViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = Host.objects.all()
     serializer_class = HostSerializer
 
+    @extend_schema(parameters=[RangeSerializer], responses=HostHistorySerializer)
     @action(detail=True)
     def history(self, request, pk=None):
-        """CPU and RAM over ?since=&until= (ISO 8601), optionally ?resolution=raw|minute|hour."""
+        """CPU, RAM and disks over ?since=&until= (ISO 8601), optionally
+        ?resolution=raw|minute|hour; ``disks`` maps each measured path to its samples."""
         host = self.get_object()
         rows = HostMetric.objects.filter(host=host)
-        return history_response(request, rows, {"host": host.pk}, HOST_FIELDS)
+        return history_response(
+            request, rows, {"host": host.pk}, HOST_FIELDS, lambda span: disk_series(host, span)
+        )
 
 
 class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = Device.objects.select_related("host")
     serializer_class = DeviceSerializer
 
+    @extend_schema(parameters=[RangeSerializer], responses=DeviceHistorySerializer)
     @action(detail=True)
     def history(self, request, pk=None):
         """GPU metrics over ?since=&until= (ISO 8601), optionally ?resolution=raw|minute|hour."""
@@ -155,6 +211,14 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
 class ProcessViewSet(viewsets.ViewSet):
     """GPU processes seen by the last probe of each up host; filter with ?host= and ?user=."""
 
+    serializer_class = ProcessSerializer
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("host", str, description="Only this host (by name)."),
+            OpenApiParameter("user", str, description="Only this UNIX user's processes."),
+        ]
+    )
     def list(self, request):
         hosts = Host.objects.filter(enabled=True, status=Host.Status.UP).prefetch_related("devices")
         if request.query_params.get("host"):

@@ -2,14 +2,22 @@
 
 from django import forms
 
+from hiveproject.ids import MAX_ID
+
 from .models import DashboardLayout, Host
+
+
+class ListField(forms.JSONField):
+    """JSON where an empty list is a value ("no charts", "no hidden hosts"), not a missing one."""
+
+    empty_values = [None, ""]
 
 
 class LayoutForm(forms.Form):
     """A dashboard layout: chart keys in order (no repeats), host ids to hide."""
 
-    charts = forms.JSONField()
-    hidden_hosts = forms.JSONField()
+    charts = ListField()
+    hidden_hosts = ListField()
 
     def clean_charts(self):
         charts = self.cleaned_data["charts"]
@@ -27,9 +35,9 @@ class LayoutForm(forms.Form):
         ids = self.cleaned_data["hidden_hosts"]
         if not isinstance(ids, list) or not all(type(i) is int for i in ids):
             raise forms.ValidationError("Send a list of host ids (integers).")
-        missing = sorted(
-            set(ids) - set(Host.objects.filter(pk__in=ids).values_list("pk", flat=True))
-        )
+        possible = [i for i in ids if 0 < i <= MAX_ID]
+        known = Host.objects.filter(pk__in=possible).values_list("pk", flat=True)
+        missing = sorted(set(ids) - set(known))
         if missing:
             raise forms.ValidationError(f"No host with id {', '.join(map(str, missing))}.")
         return sorted(set(ids))

@@ -1,5 +1,7 @@
 """Metric history: raw samples bulk-inserted per cycle, then minute and hour averages.
 
+Three series: per GPU, per host (CPU, RAM) and per host and disk path.
+
 Raw samples are kept for ``MONITORING_RAW_RETENTION_HOURS`` (24), minute averages for
 ``MONITORING_MINUTE_RETENTION_DAYS`` (30), hour averages for
 ``MONITORING_HOUR_RETENTION_DAYS`` (400). Averages are built only for steps that ended a
@@ -14,8 +16,8 @@ from django.db.models import Avg, Max, Min
 from django.db.models.functions import TruncHour, TruncMinute
 from django.utils import timezone
 
-from .lease import activity
-from .models import Device, GpuMetric, Host, HostMetric, Resolution
+from .lease import record_failure, record_success
+from .models import Device, DiskMetric, GpuMetric, Host, HostMetric, Resolution
 from .probes import ProbeResult
 
 GPU_FIELDS = [
@@ -26,8 +28,13 @@ GPU_FIELDS = [
     "power_w",
 ]
 HOST_FIELDS = ["cpu_utilization", "memory_used_mib", "memory_total_mib"]
-# (model, the field naming whose metric it is, value fields)
-SERIES = [(GpuMetric, "device_id", GPU_FIELDS), (HostMetric, "host_id", HOST_FIELDS)]
+DISK_FIELDS = ["used_mib", "total_mib"]
+# (model, the fields naming whose metric it is, value fields)
+SERIES = [
+    (GpuMetric, ["device_id"], GPU_FIELDS),
+    (HostMetric, ["host_id"], HOST_FIELDS),
+    (DiskMetric, ["host_id", "path"], DISK_FIELDS),
+]
 TIERS = [(Resolution.RAW, Resolution.MINUTE), (Resolution.MINUTE, Resolution.HOUR)]
 TRUNC = {Resolution.MINUTE: TruncMinute, Resolution.HOUR: TruncHour}
 # Source rows aggregated per query: bounds memory after a long pause.
@@ -40,16 +47,18 @@ def store_samples(probed: list[tuple[Host, ProbeResult]], now: datetime) -> int:
     """Bulk-insert one raw sample per reachable host and per GPU seen; returns rows added."""
     reachable = [(host, result) for host, result in probed if result.reachable]
     devices = _device_ids([host.pk for host, _ in reachable])
-    host_rows, gpu_rows = [], []
+    host_rows, gpu_rows, disk_rows = [], [], []
     for host, result in reachable:
         host_rows.append(_host_row(host, result, now))
+        disk_rows += [_disk_row(host, disk, now) for disk in result.disks]
         for gpu in result.gpus or []:
             device_id = devices.get((host.pk, gpu.uuid))
             if device_id is not None:
                 gpu_rows.append(_gpu_row(device_id, gpu, now))
     HostMetric.objects.bulk_create(host_rows, batch_size=500)
     GpuMetric.objects.bulk_create(gpu_rows, batch_size=500)
-    return len(host_rows) + len(gpu_rows)
+    DiskMetric.objects.bulk_create(disk_rows, batch_size=500)
+    return len(host_rows) + len(gpu_rows) + len(disk_rows)
 
 
 def _device_ids(host_ids: list[int]) -> dict[tuple[int, str], int]:
@@ -64,6 +73,12 @@ def _host_row(host: Host, result: ProbeResult, now: datetime) -> HostMetric:
         cpu_utilization=result.cpu.get("utilization"),
         memory_used_mib=result.cpu.get("memory_used_mib"),
         memory_total_mib=result.cpu.get("memory_total_mib"),
+    )
+
+
+def _disk_row(host: Host, disk, now: datetime) -> DiskMetric:
+    return DiskMetric(
+        host_id=host.pk, path=disk.path, time=now, used_mib=disk.used_mib, total_mib=disk.total_mib
     )
 
 
@@ -90,18 +105,18 @@ def downsample(now: datetime | None = None) -> int:
     now = now or timezone.now()
     created = 0
     for source, target in TIERS:
-        for model, owner, fields in SERIES:
-            created += _downsample(model, owner, fields, source, target, now)
+        for model, keys, fields in SERIES:
+            created += _downsample(model, keys, fields, source, target, now)
     return created
 
 
-def _downsample(model, owner, fields, source, target, now) -> int:
+def _downsample(model, keys, fields, source, target, now) -> int:
     end = floor_time(now - GRACE, target)
     start = _next_unaveraged(model, source, target)
     created = 0
     while start is not None and start < end:
         stop = min(end, start + CHUNK[target])
-        created += _average(model, owner, fields, source, target, start, stop)
+        created += _average(model, keys, fields, source, target, start, stop)
         start = _first_source_step(model, source, target, stop)
     return created
 
@@ -123,16 +138,16 @@ def _first_source_step(model, source, target, since) -> datetime | None:
     return floor_time(first, target) if first is not None else None
 
 
-def _average(model, owner, fields, source, target, start, stop) -> int:
+def _average(model, keys, fields, source, target, start, stop) -> int:
     averages = (
         model.objects.filter(step=source, time__gte=start, time__lt=stop)
         .annotate(bucket=TRUNC[target]("time", tzinfo=UTC))
-        .values(owner, "bucket")
+        .values(*keys, "bucket")
         .annotate(**{f"avg_{f}": Avg(f) for f in fields})
         .order_by()
     )
     rows = [
-        model(step=target, time=a["bucket"], **{owner: a[owner]}, **_values(a, fields))
+        model(step=target, time=a["bucket"], **{k: a[k] for k in keys}, **_values(a, fields))
         for a in averages
     ]
     model.objects.bulk_create(rows, batch_size=500)
@@ -169,16 +184,13 @@ def run_retention() -> str:
 
     Pruning only runs after averaging succeeded, so no raw data is lost un-averaged.
     """
-    row = activity(RETENTION_ACTIVITY)
     try:
         with transaction.atomic():
             created = downsample()
             deleted = prune()
     except Exception as exc:
-        row.last_error_at, row.last_error = timezone.now(), f"{type(exc).__name__}: {exc}"
-        row.save(update_fields=["last_error_at", "last_error"])
+        record_failure(RETENTION_ACTIVITY, exc)
         raise
-    row.last_success_at = timezone.now()
-    row.last_summary = f"{created} averages added, {deleted} old rows deleted"
-    row.save(update_fields=["last_success_at", "last_summary"])
-    return row.last_summary
+    summary = f"{created} averages added, {deleted} old rows deleted"
+    record_success(RETENTION_ACTIVITY, summary)
+    return summary

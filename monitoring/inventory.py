@@ -1,7 +1,5 @@
 """Keeping hosts and devices in step with what probes see."""
 
-from concurrent.futures import ThreadPoolExecutor
-
 from django.db import transaction
 from django.utils import timezone
 
@@ -14,20 +12,6 @@ def probe_and_record(host: Host, force: bool = False) -> ProbeResult:
     result = probe_host(host, force=force)
     record_probe(host, result)
     return result
-
-
-def probe_all(hosts: list[Host]) -> list[ProbeResult]:
-    """Probe hosts concurrently (one slow host never delays the others), then record all.
-
-    Threads only talk SSH; the database is written from the calling thread.
-    """
-    if not hosts:
-        return []
-    with ThreadPoolExecutor(max_workers=min(32, len(hosts))) as executor:
-        results = list(executor.map(probe_host, hosts))
-    for host, result in zip(hosts, results, strict=True):
-        record_probe(host, result)
-    return results
 
 
 @transaction.atomic
@@ -44,6 +28,7 @@ def record_probe(host: Host, result: ProbeResult, seconds: float | None = None) 
     host.last_snapshot = result.as_json()
     if result.reachable:
         host.last_seen = now
+        host.hardware = hardware_facts(result, host.hardware or {}, now)
     if result.new_host_key:
         record_host_key(host, result.new_host_key)
     host.save(
@@ -54,10 +39,28 @@ def record_probe(host: Host, result: ProbeResult, seconds: float | None = None) 
             "last_snapshot",
             "last_seen",
             "last_probe_seconds",
+            "hardware",
         ]
     )
     if result.gpus is not None:
         sync_devices(host, result, now)
+
+
+def hardware_facts(result: ProbeResult, known: dict, now) -> dict:
+    """What the host is made of, as of this probe. Driver and CUDA versions are kept from
+    before when nvidia-smi could not be asked this time (failed or hung: it says nothing)."""
+    cpu = result.cpu
+    versions = {"driver_version": result.driver_version, "cuda_version": result.cuda_version}
+    if result.gpus is None:
+        versions = {key: known.get(key) for key in versions}
+    return {
+        "cpu_model": cpu.get("model"),
+        "cpu_cores": cpu.get("cores"),
+        "memory_total_mib": cpu.get("memory_total_mib"),
+        "disks": [disk.as_dict() for disk in result.disks],
+        **versions,
+        "seen_at": now.isoformat(),
+    }
 
 
 def record_host_key(host: Host, key: HostKey) -> None:

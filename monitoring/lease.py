@@ -53,3 +53,22 @@ def holder_of(name: str) -> tuple[str, object]:
     """(holder, expiry) of the lease, for messages."""
     row = activity(name)
     return row.holder, row.lease_expires
+
+
+def record_success(name: str, summary: str) -> None:
+    """Note a background activity's last success (and what it did) where admins look."""
+    _update(name, last_success_at=timezone.now(), last_summary=summary[:255])
+
+
+def record_failure(name: str, error: BaseException | str) -> None:
+    """Note a background activity's last failure, so no task or loop fails silently."""
+    message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    _update(name, last_error_at=timezone.now(), last_error=message)
+
+
+def _update(name: str, **fields) -> None:
+    # One UPDATE on the usual path (the probing loop records every cycle); the row is
+    # created only when an activity reports for the first time.
+    if not Activity.objects.filter(name=name).update(**fields):
+        activity(name)
+        Activity.objects.filter(name=name).update(**fields)

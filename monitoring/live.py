@@ -37,10 +37,17 @@ def host_payload(host: Host) -> dict:
         "last_probe_at": host.last_probe_at.isoformat() if host.last_probe_at else None,
         "last_error": host.last_error,
         "cpu": snapshot.get("cpu") or {},
+        "disks": snapshot.get("disks") or [],
         "gpus": [gpu_payload(gpu, devices) for gpu in snapshot.get("gpus") or []],
         "processes": snapshot.get("processes") or [],
         "lost_gpus": [
-            {"id": d.pk, "index": d.index, "uuid": d.uuid, "name": d.name}
+            {
+                "id": d.pk,
+                "index": d.index,
+                "uuid": d.uuid,
+                "name": d.name,
+                "last_seen": d.last_seen.isoformat(),
+            }
             for d in devices.values()
             if d.status == Device.Status.LOST
         ],

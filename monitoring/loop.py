@@ -19,14 +19,14 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, close_old_connections, transaction
 from django.utils import timezone
 from django_q.models import Schedule
 from django_q.tasks import async_task
 
 from . import history, lease
 from .inventory import record_probe
-from .models import Activity, Host
+from .models import Host
 from .probes import ProbeResult, probe_host
 from .signals import cycle_finished
 
@@ -68,7 +68,15 @@ def run_probe_loop(run_for: float | None = None, handoff: bool = True) -> str:
 
 def ensure_schedules() -> None:
     """Create or update the monitoring schedules; safe to call on every start."""
-    for name, (func, minutes) in SCHEDULES.items():
+    ensure_minute_schedules(SCHEDULES)
+
+
+def ensure_minute_schedules(schedules: dict[str, tuple[str, int]]) -> None:
+    """Create or update django-q2 schedules {name: (dotted function, every N minutes)}.
+
+    Keyed by name, so every app may call it on every start without duplicating rows.
+    """
+    for name, (func, minutes) in schedules.items():
         Schedule.objects.update_or_create(
             name=name,
             defaults={
@@ -78,12 +86,6 @@ def ensure_schedules() -> None:
                 "repeats": -1,
             },
         )
-
-
-def update_activity(**fields) -> None:
-    """Write the loop's health fields (the row is created at first use)."""
-    lease.activity(LOOP_ACTIVITY)
-    Activity.objects.filter(name=LOOP_ACTIVITY).update(**fields)
 
 
 def _timed_probe(host: Host) -> tuple[ProbeResult, float]:
@@ -122,9 +124,11 @@ class ProbeLoop:
         try:
             while time.monotonic() < deadline:
                 started = time.monotonic()
-                if not lease.renew(LOOP_ACTIVITY, self.holder, lease_seconds()):
+                renewed = self.renew_safely()
+                if renewed is False:
                     return f"lease lost after {self.cycles} cycles"
-                self.cycle_safely()
+                if renewed:
+                    self.cycle_safely()
                 time.sleep(max(0.0, self.interval - (time.monotonic() - started)))
             self.completed = True
             return f"{self.cycles} cycles"
@@ -132,12 +136,26 @@ class ProbeLoop:
             lease.release(LOOP_ACTIVITY, self.holder)
             self.executor.shutdown(wait=False, cancel_futures=True)
 
+    def renew_safely(self) -> bool | None:
+        """True: still ours; False: another loop took over; None: the database did not
+        answer (e.g. it restarted): skip this cycle, rather than probe without the lease."""
+        try:
+            return lease.renew(LOOP_ACTIVITY, self.holder, lease_seconds())
+        except DatabaseError as exc:
+            log.error("probing loop: renewing the lease failed: %s", exc)
+            close_old_connections()  # a cut connection stays broken until closed
+            self.record_failure(f"renewing the lease failed: {exc}")
+            return None
+
     def cycle_safely(self) -> None:
         """One cycle; a failure is recorded on the loop's Activity row and the loop goes on."""
         try:
             self.cycle()
         except Exception as exc:
             log.exception("probing cycle failed")
+            # A connection cut by a database restart stays broken until it is closed: drop
+            # it, so that recording this failure and the next cycle connect afresh.
+            close_old_connections()
             self.record_failure(f"cycle failed: {type(exc).__name__}: {exc}")
 
     def cycle(self) -> list[int]:
@@ -151,7 +169,7 @@ class ProbeLoop:
         self.store(finished, now)
         host_ids = [host.pk for host, _, _ in finished]
         self.cycles += 1
-        self.record_cycle(len(host_ids), time.monotonic() - started, now)
+        self.record_cycle(len(host_ids), time.monotonic() - started)
         self.notify(host_ids, now)
         return host_ids
 
@@ -195,10 +213,9 @@ class ProbeLoop:
         self.last_sample[host.pk] = now
         return True
 
-    def record_cycle(self, hosts: int, seconds: float, now) -> None:
-        """The cycle's time is also the marker dashboards poll for fresh data."""
+    def record_cycle(self, hosts: int, seconds: float) -> None:
         summary = f"cycle {self.cycles}: {hosts} hosts recorded in {seconds:.2f}s"
-        update_activity(last_success_at=now, last_summary=summary)
+        lease.record_success(LOOP_ACTIVITY, summary)
 
     def notify(self, host_ids: list[int], now) -> None:
         """Send the signal to subscribers, then tell live dashboards (channel layer)."""
@@ -223,6 +240,6 @@ class ProbeLoop:
     def record_failure(self, message: str) -> None:
         log.error("probing loop: %s", message)
         try:
-            update_activity(last_error_at=timezone.now(), last_error=message[:2000])
+            lease.record_failure(LOOP_ACTIVITY, message[:2000])
         except DatabaseError:
             log.exception("could not record the loop's failure")

@@ -44,6 +44,11 @@ class Host(models.Model):
     )
     transport = models.CharField(max_length=8, choices=Transport.choices, default=Transport.SSH)
     enabled = models.BooleanField(default=True, help_text="Disabled hosts are not probed.")
+    # Read by the reservations app: a booking touching such a host waits as "pending".
+    bookings_need_approval = models.BooleanField(
+        default=False,
+        help_text="Reservations of this host's GPUs stay pending until an admin approves them.",
+    )
 
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.UNKNOWN)
     last_seen = models.DateTimeField(null=True, blank=True, help_text="Last successful probe.")
@@ -55,6 +60,9 @@ class Host(models.Model):
     last_probe_seconds = models.FloatField(
         null=True, blank=True, help_text="How long the last probe took."
     )
+    # The last known hardware (CPU model and cores, RAM, disks, driver and CUDA versions),
+    # kept while the host is down so its page still says what it is.
+    hardware = models.JSONField(null=True, blank=True, editable=False)
 
     # Trust on first use: the key seen at first contact, then required on every connect.
     host_key_type = models.CharField(max_length=64, blank=True)
@@ -180,6 +188,30 @@ class HostMetric(models.Model):
 
     def __str__(self):
         return f"{self.host_id} @ {self.time:%Y-%m-%d %H:%M:%S} ({self.get_step_display()})"
+
+
+class DiskMetric(models.Model):
+    """Usage of one configured path (MONITORING_DISK_PATHS) on a host at a time.
+
+    A table of its own rather than columns on HostMetric: the paths are a setting, a host
+    may lack some of them, and each is averaged and pruned like the other series.
+    """
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="disk_metrics")
+    path = models.CharField(max_length=255)
+    step = models.PositiveIntegerField(choices=Resolution.choices, default=Resolution.RAW)
+    time = models.DateTimeField()
+    used_mib = models.FloatField(null=True)
+    total_mib = models.FloatField(null=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["host", "step", "time"], name="diskmetric_host_step_time"),
+            models.Index(fields=["step", "time"], name="diskmetric_step_time"),
+        ]
+
+    def __str__(self):
+        return f"{self.host_id}:{self.path} @ {self.time:%Y-%m-%d %H:%M:%S}"
 
 
 class DashboardLayout(models.Model):

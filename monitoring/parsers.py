@@ -1,10 +1,12 @@
-"""Parsers for what hosts print: nvidia-smi CSV queries, ps, /proc/stat and /proc/meminfo.
+"""Parsers for what hosts print: nvidia-smi queries, ps, /proc/stat, /proc/meminfo, /proc/cpuinfo
+and df.
 
 Pure functions over text, so they are tested against real captured outputs. Values a GPU
 cannot report (``[N/A]``, ``[Not Supported]``, ``[Insufficient Permissions]``, ...) become
 ``None``, never a string.
 """
 
+import re
 from dataclasses import asdict, dataclass
 
 # Order matters: the free-text field (name) goes last so a comma inside it cannot shift
@@ -207,3 +209,61 @@ def parse_meminfo(text: str) -> tuple[int | None, int | None]:
         return None, None
     used = total - available if available is not None else None
     return total // 1024, (used // 1024 if used is not None else None)
+
+
+def parse_driver_versions(text: str) -> tuple[str | None, str | None]:
+    """(driver version, CUDA version) from ``nvidia-smi --version`` or ``nvidia-smi -q``.
+
+    Recent drivers print ``DRIVER version : 535.104.05`` and ``CUDA Version : 12.2`` for
+    ``--version``; older ones refuse that flag, and the ``-q`` report's header carries the
+    same two lines as ``Driver Version`` and ``CUDA Version``. Either form is read here.
+    """
+    found = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        key = " ".join(key.split()).lower()
+        if sep and key in ("driver version", "cuda version") and key not in found:
+            value = value.strip()
+            found[key] = None if _unsupported(value) else value
+    return found.get("driver version"), found.get("cuda version")
+
+
+def parse_cpuinfo(text: str) -> tuple[str | None, int | None]:
+    """(CPU model, logical CPU count) from the probe's two cpuinfo lines.
+
+    The first line is ``grep -c ^processor /proc/cpuinfo``; the second the first
+    ``model name`` (x86) or ``Hardware``/``Processor``/``cpu model`` (ARM, MIPS) line.
+    """
+    lines = text.splitlines()
+    count = int(lines[0]) if lines and lines[0].strip().isdigit() else None
+    model = lines[1].partition(":")[2].strip() if len(lines) > 1 else ""
+    return (model or None), (count or None)
+
+
+@dataclass
+class DiskUsage:
+    path: str
+    total_mib: int
+    used_mib: int
+
+    def as_dict(self):
+        return asdict(self)
+
+
+# A line of ``df -P -k``: file system, 1024-blocks, used, available, capacity%, mount point.
+_DF_LINE = re.compile(r"^(?P<fs>.*?)\s+(?P<total>\d+)\s+(?P<used>\d+)\s+(?P<free>\d+)\s+\S+\s+/")
+
+
+def parse_disks(text: str) -> list[DiskUsage]:
+    """Usage of the configured paths: pairs of lines, the path, then its ``df -P -k`` line.
+
+    A path whose df line is missing or garbled (df refused it) is left out.
+    """
+    lines = text.splitlines()
+    disks = []
+    for path, line in zip(lines[0::2], lines[1::2], strict=False):
+        match = _DF_LINE.match(line)
+        if match:
+            total, used = int(match["total"]), int(match["used"])
+            disks.append(DiskUsage(path=path, total_mib=total // 1024, used_mib=used // 1024))
+    return disks

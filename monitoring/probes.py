@@ -1,4 +1,5 @@
-"""Probing one host: GPUs, GPU processes with their owners, CPU and RAM, in one round trip."""
+"""Probing one host in one round trip: GPUs, GPU processes with their owners, driver and CUDA
+versions, CPU (model, cores, load), RAM and the configured disks."""
 
 from dataclasses import dataclass, field
 
@@ -9,11 +10,15 @@ from .connections import pool
 from .models import Host
 from .transport import CommandTimeout, HostKey, TransportError
 
-# A fixed script (no values pasted in: the timeout arrives as "$1"), run as
-# `sh -c SCRIPT probe TIMEOUT`. One SSH round trip per probe; sections start with "@@".
-# `timeout -k` kills a hung nvidia-smi on the host itself, so no zombie query piles up.
+# A fixed script (no values pasted in: whether to ask for versions arrives as "$1" (1 or 0),
+# the timeout as "$2", the disk paths to measure as the remaining arguments), run as
+# `sh -c SCRIPT probe VERSIONS TIMEOUT PATH...`. One SSH round trip per probe; sections start
+# with "@@". `timeout -k` kills a hung nvidia-smi on the host itself, so no zombie query piles
+# up. Driver and CUDA versions come from `nvidia-smi --version` (drivers since about R525),
+# else from the header of `-q -d COMPUTE` (older drivers refuse --version; the COMPUTE
+# section keeps that report short); being a third nvidia-smi run, only when asked.
 PROBE_SCRIPT = f"""
-T="$1"
+V="$1"; T="$2"; shift 2
 gq=$(timeout -k 2 "$T" nvidia-smi --query-gpu={",".join(parsers.GPU_QUERY_FIELDS)} \
 --format=csv,noheader,nounits 2>&1); grc=$?
 echo "@@gpus $grc"; printf '%s\\n' "$gq"
@@ -24,9 +29,20 @@ if [ "$grc" -eq 0 ]; then
   pids=$(printf '%s\\n' "$aq" | awk -F', *' '$2 ~ /^[0-9]+$/ {{print $2}}' | paste -sd, -)
   echo "@@ps"
   if [ -n "$pids" ]; then ps -ww -o pid=,uid=,user:64=,args= -p "$pids"; fi
+  if [ "$V" = 1 ]; then
+    echo "@@driver"
+    timeout -k 2 "$T" nvidia-smi --version 2>/dev/null || \
+timeout -k 2 "$T" nvidia-smi -q -d COMPUTE 2>/dev/null
+  fi
 fi
 echo "@@stat"; head -n1 /proc/stat; sleep 0.2; head -n1 /proc/stat
 echo "@@meminfo"; grep -E '^(MemTotal|MemAvailable):' /proc/meminfo
+echo "@@cpuinfo"; grep -c '^processor' /proc/cpuinfo
+grep -m1 -E '^(model name|Hardware|Processor|cpu model)[[:space:]]*:' /proc/cpuinfo
+echo "@@disks"
+for p in "$@"; do
+  if [ -e "$p" ]; then printf '%s\\n%s\\n' "$p" "$(df -P -k -- "$p" 2>/dev/null | tail -n 1)"; fi
+done
 """
 
 NVIDIA_SMI_MISSING = "nvidia-smi not found: monitored as a CPU-only host"
@@ -43,6 +59,9 @@ class ProbeResult:
     gpus: list[parsers.GpuSample] | None = None
     processes: list[parsers.GpuProcess] = field(default_factory=list)
     cpu: dict = field(default_factory=dict)
+    disks: list[parsers.DiskUsage] = field(default_factory=list)
+    driver_version: str | None = None
+    cuda_version: str | None = None
     # Set at first contact with a host (trust on first use): recorded by record_probe.
     new_host_key: HostKey | None = None
 
@@ -58,28 +77,45 @@ class ProbeResult:
                 "utilization": self.cpu.get("utilization"),
                 "memory_total_mib": self.cpu.get("memory_total_mib"),
                 "memory_used_mib": self.cpu.get("memory_used_mib"),
+                "model": self.cpu.get("model"),
+                "cores": self.cpu.get("cores"),
             },
+            "disks": [d.as_dict() for d in self.disks],
+            "driver_version": self.driver_version,
+            "cuda_version": self.cuda_version,
         }
 
 
-def probe_argv(nvidia_smi_timeout: float) -> list[str]:
-    return ["sh", "-c", PROBE_SCRIPT, "probe", f"{nvidia_smi_timeout:g}"]
+def probe_argv(
+    nvidia_smi_timeout: float, disk_paths: list[str] | None = None, versions: bool = True
+) -> list[str]:
+    """The probe as an argv list: the paths travel as arguments, quoted by the transport."""
+    paths = settings.MONITORING_DISK_PATHS if disk_paths is None else disk_paths
+    flag = "1" if versions else "0"
+    return ["sh", "-c", PROBE_SCRIPT, "probe", flag, f"{nvidia_smi_timeout:g}", *paths]
 
 
 def probe_host(host: Host, force: bool = False) -> ProbeResult:
     """Probe one host; never raises for host-side problems (they land in the result)."""
-    result = _probe(host, force)
+    known = host.hardware or {}
+    # Versions change only with a driver upgrade, which reloads the driver (a host down or
+    # failing in between): asked when unknown, after any probe that was not UP, and on
+    # demand ("probe now"), not every interval.
+    versions = force or not known.get("driver_version") or host.status != Host.Status.UP
+    result = _probe(host, force, versions)
+    if not versions:
+        result.driver_version = known.get("driver_version")
+        result.cuda_version = known.get("cuda_version")
     result.new_host_key = pool.take_first_contact_key(host)
     return result
 
 
-def _probe(host: Host, force: bool) -> ProbeResult:
+def _probe(host: Host, force: bool, versions: bool) -> ProbeResult:
     smi_timeout = settings.NVIDIA_SMI_TIMEOUT
     try:
-        # Two nvidia-smi calls may each run up to the timeout, plus their kill grace.
-        output = pool.run(
-            host, probe_argv(smi_timeout), timeout=2 * smi_timeout + 10, force=force
-        ).stdout
+        # Up to four nvidia-smi calls may each run up to the timeout, plus their kill grace.
+        argv = probe_argv(smi_timeout, versions=versions)
+        output = pool.run(host, argv, timeout=4 * smi_timeout + 10, force=force).stdout
     except CommandTimeout as exc:
         return ProbeResult(host.name, True, Host.Status.ERROR, f"probe timed out: {exc}")
     except TransportError as exc:
@@ -108,10 +144,13 @@ def _sections(output: str) -> dict[str, tuple[str, str]]:
 
 def _interpret(host_name: str, sections: dict, smi_timeout: float) -> ProbeResult:
     result = ProbeResult(host_name, True, Host.Status.UP, cpu=_cpu(sections))
+    result.disks = parsers.parse_disks(sections.get("disks", ("", ""))[1])
     rc, text = sections.get("gpus", ("", ""))
     if rc == "0":
         result.gpus = parsers.parse_gpu_query(text)
         result.processes = _processes(sections)
+        versions = parsers.parse_driver_versions(sections.get("driver", ("", ""))[1])
+        result.driver_version, result.cuda_version = versions
     elif rc == "127":
         result.gpus, result.error = [], NVIDIA_SMI_MISSING
     elif rc in ("124", "137"):
@@ -137,4 +176,11 @@ def _cpu(sections: dict) -> dict:
     stat = sections.get("stat", ("", ""))[1].splitlines()
     utilization = parsers.parse_cpu_utilization(stat[0], stat[1]) if len(stat) >= 2 else None
     total, used = parsers.parse_meminfo(sections.get("meminfo", ("", ""))[1])
-    return {"utilization": utilization, "memory_total_mib": total, "memory_used_mib": used}
+    model, cores = parsers.parse_cpuinfo(sections.get("cpuinfo", ("", ""))[1])
+    return {
+        "utilization": utilization,
+        "memory_total_mib": total,
+        "memory_used_mib": used,
+        "model": model,
+        "cores": cores,
+    }

@@ -2,11 +2,12 @@ import json
 
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_http_methods
 
 from .forms import LayoutForm
 from .models import DashboardLayout, Host
+from .templatetags.monitoring_format import gib
 
 
 @login_required
@@ -20,6 +21,33 @@ def overview(request):
         "charts": DashboardLayout.CHARTS,
     }
     return render(request, "monitoring/overview.html", context)
+
+
+@login_required
+def host_detail(request, name):
+    """One host's hardware, status and GPUs (last known, read from the database), with GPU
+    history charts drawn from the history API."""
+    host = get_object_or_404(Host, name=name)
+    hardware = host.hardware or {}
+    context = {
+        "host": host,
+        "hardware": hardware,
+        "ram_gib": gib(hardware.get("memory_total_mib")),
+        "disks": [disk_row(d) for d in hardware.get("disks", [])],
+        "devices": host.devices.all(),
+    }
+    return render(request, "monitoring/host.html", context)
+
+
+def disk_row(disk: dict) -> dict:
+    total, used = disk.get("total_mib"), disk.get("used_mib")
+    percent = round(100 * used / total) if total and used is not None else None
+    return {
+        "path": disk.get("path"),
+        "used_gib": gib(used),
+        "total_gib": gib(total),
+        "percent": percent,
+    }
 
 
 @login_required

@@ -2,12 +2,14 @@
 
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.response import Response
 
 from monitoring.models import Device
 
 from . import services
+from .filters import filter_reservations
 from .models import Reservation
 
 
@@ -43,9 +45,35 @@ def as_api_error(exc: DjangoValidationError) -> exceptions.ValidationError:
     return exceptions.ValidationError(errors)
 
 
+LIST_FILTERS = [
+    OpenApiParameter("device", str, description="GPU ids, comma-separated, e.g. `3,4`."),
+    OpenApiParameter("host", str, description="Host name, or host id."),
+    OpenApiParameter("user", str, description="Owner's user name."),
+    OpenApiParameter(
+        "start", str, description="ISO 8601; only bookings ending after it (site time if naive)."
+    ),
+    OpenApiParameter(
+        "end", str, description="ISO 8601; only bookings starting before it (site time if naive)."
+    ),
+    OpenApiParameter("status", str, enum=list(Reservation.Status.values)),
+]
+
+
+@extend_schema_view(list=extend_schema(parameters=LIST_FILTERS))
 class ReservationViewSet(viewsets.ModelViewSet):
+    """Reservations; the list takes ?device=1,2 &host=name|id &user=name &start=&end=
+    (ISO 8601; bookings overlapping that range) &status=pending|confirmed|cancelled."""
+
     queryset = Reservation.objects.select_related("owner").prefetch_related("devices")
     serializer_class = ReservationSerializer
+
+    def filter_queryset(self, queryset):
+        if self.action != "list":
+            return queryset
+        try:
+            return filter_reservations(queryset, self.request.query_params)
+        except DjangoValidationError as exc:
+            raise as_api_error(exc) from None
 
     def perform_create(self, serializer):
         data = serializer.validated_data

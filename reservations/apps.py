@@ -6,4 +6,4 @@ class ReservationsConfig(AppConfig):
     name = "reservations"
 
     def ready(self):
-        from . import receivers  # noqa: F401  (connects the signal receivers)
+        from . import permissions, receivers  # noqa: F401  (registers rules and receivers)

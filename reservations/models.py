@@ -1,5 +1,7 @@
 """Reservations: GPUs booked in advance by one user, for exclusive use over [start, end)."""
 
+import secrets
+
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
@@ -28,6 +30,12 @@ class Reservation(models.Model):
     note = models.TextField(blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
+    # Usage over the whole reservation, stored once it has ended (see reservations.usage).
+    used_utilization = models.FloatField(null=True, blank=True, help_text="Average GPU %.")
+    used_memory_mib = models.FloatField(null=True, blank=True, help_text="Average MiB used.")
+    idle_minutes = models.FloatField(null=True, blank=True, help_text="GPU-minutes idle.")
+    busy_minutes = models.FloatField(null=True, blank=True, help_text="GPU-minutes in use.")
+    usage_final = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["start"]
@@ -68,3 +76,59 @@ class ReservedDevice(models.Model):
 
     def __str__(self):
         return f"{self.device} for {self.reservation}"
+
+
+class CalendarChoice(models.Model):
+    """The GPUs a user picked in the overview; the calendar shows these (none: all)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="calendar_choice"
+    )
+    devices = models.JSONField(default=list, help_text="Ids of the GPUs shown.")
+
+    def __str__(self):
+        return f"calendar of {self.user}"
+
+
+class SentNotification(models.Model):
+    """One mail sent about one event of a reservation; the unique key stops a second one."""
+
+    class Kind(models.TextChoices):
+        STARTS = "starts", "Starts soon"
+        ENDS = "ends", "Ends soon"
+        IDLE = "idle", "Reserved GPU idle"
+
+    reservation = models.ForeignKey(
+        Reservation, on_delete=models.CASCADE, related_name="notifications"
+    )
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    # The GPU an idle warning is about; 0 for the reservation as a whole (NULL is never
+    # equal to NULL in a unique constraint, so it could not stop duplicates).
+    device_key = models.PositiveIntegerField(default=0)
+    sent = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["reservation", "kind", "device_key"], name="notification_sent_once"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.get_kind_display()}: {self.reservation}"
+
+
+def new_feed_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+class CalendarFeed(models.Model):
+    """A user's private iCalendar URL; the token is the only credential, so it can be renewed."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="calendar_feed"
+    )
+    token = models.CharField(max_length=64, unique=True, default=new_feed_token)
+
+    def __str__(self):
+        return f"calendar feed of {self.user}"

@@ -13,7 +13,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accesscontrol.coverage import check_access, local_text
-from monitoring.models import Device
+from accesscontrol.permissions import managed_hosts
+from audit.log import record
+from monitoring.models import Device, Host
 
 from .models import Reservation, ReservedDevice
 
@@ -61,6 +63,16 @@ def check_devices(owner, devices: list[Device], start: datetime, end: datetime) 
     refusals = [check_access(owner, d, start, end) for d in devices]
     reasons = [r.reason for r in refusals if not r.allowed]
     if reasons:
+        # Admins want to see who tried to book outside their grants (a clash with another
+        # booking is ordinary contention and is not audited).
+        record(
+            "reservation.refused",
+            actor=owner,
+            target=", ".join(str(d) for d in devices),
+            start=start.isoformat(),
+            end=end.isoformat(),
+            reasons=reasons,
+        )
         raise ValidationError({"devices": reasons})
 
 
@@ -97,15 +109,71 @@ def _save_slots(reservation: Reservation, devices: list[Device]) -> None:
         raise ValidationError({"devices": message}) from None
 
 
-@transaction.atomic
 def create_reservation(owner, *, title, devices, start, end, description="") -> Reservation:
     devices = list(devices)
     check_period(start, end, timezone.now(), Rules.from_settings())
+    # Checked before the transaction, so the audit record of a refusal is not rolled back
+    # with it; the database constraint, not this check, settles races between bookings.
     check_devices(owner, devices, start, end)
-    reservation = Reservation.objects.create(
-        owner=owner, title=title, description=description, start=start, end=end
-    )
-    _save_slots(reservation, devices)
+    with transaction.atomic():
+        reservation = Reservation.objects.create(
+            owner=owner,
+            title=title,
+            description=description,
+            start=start,
+            end=end,
+            status=initial_status(devices),
+        )
+        _save_slots(reservation, devices)
+    return reservation
+
+
+# --- approval ---------------------------------------------------------------------------------
+# A pending booking holds its GPUs like a confirmed one (its slots hold), so approving it can
+# never create a conflict, and nobody else can take the slot while an admin decides.
+
+
+def hosts_needing_approval(devices) -> list[Host]:
+    return list(Host.objects.filter(devices__in=devices, bookings_need_approval=True).distinct())
+
+
+def initial_status(devices) -> str:
+    if hosts_needing_approval(devices):
+        return Reservation.Status.PENDING
+    return Reservation.Status.CONFIRMED
+
+
+def may_decide(user, reservation: Reservation) -> bool:
+    """Superusers, or admins of every host of the booking that asks for approval."""
+    if user.is_superuser:
+        return True
+    needed = {h.pk for h in hosts_needing_approval(reservation.devices.all())}
+    managed = set(managed_hosts(user).filter(pk__in=needed).values_list("pk", flat=True))
+    return bool(needed) and needed <= managed
+
+
+def _check_decision(reservation: Reservation, user) -> None:
+    if reservation.status != Reservation.Status.PENDING:
+        raise ValidationError(f"'{reservation.title}' is not awaiting approval.")
+    if not may_decide(user, reservation):
+        raise PermissionDenied("Only an admin of the booked hosts may decide on this booking.")
+
+
+@transaction.atomic
+def approve_reservation(reservation: Reservation, user) -> Reservation:
+    _check_decision(reservation, user)
+    reservation.status = Reservation.Status.CONFIRMED
+    reservation.save(update_fields=["status", "updated"])
+    record("reservation.approved", actor=user, target=reservation)
+    return reservation
+
+
+@transaction.atomic
+def reject_reservation(reservation: Reservation, user, reason: str = "") -> Reservation:
+    _check_decision(reservation, user)
+    note = f"Not approved by {user}" + (f": {reason}" if reason else ".")
+    withdraw_reservation(reservation, note)
+    record("reservation.rejected", actor=user, target=reservation, reason=reason)
     return reservation
 
 
@@ -133,6 +201,9 @@ def update_reservation(reservation: Reservation, user, **changes) -> Reservation
     if reservation.start > now:
         check_period(reservation.start, reservation.end, now, Rules.from_settings())
         check_devices(reservation.owner, devices, reservation.start, reservation.end)
+    new_gpus = set(devices) != set(reservation.devices.all())
+    if new_gpus and initial_status(devices) == Reservation.Status.PENDING:
+        reservation.status = Reservation.Status.PENDING  # new GPUs: an admin decides again
     reservation.save()
     _save_slots(reservation, devices)
     return reservation

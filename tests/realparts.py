@@ -4,6 +4,7 @@ Where sshd (or screen) is not installed the tests skip with a reason; with
 HIVE_REQUIRE_INTEGRATION=1 (set by .ci/run) those skips become failures.
 """
 
+import contextlib
 import os
 import shutil
 import signal
@@ -94,7 +95,8 @@ SetEnv PATH={path} FAKE_GPU_DIR={self.fake_gpu_dir}
         if self.proc and self.proc.poll() is None:
             # Each connection's sshd calls setsid(), so signal the children one by one.
             for pid in _children(self.proc.pid):
-                os.kill(pid, signal.SIGTERM)
+                with contextlib.suppress(ProcessLookupError):  # it ended since we listed it
+                    os.kill(pid, signal.SIGTERM)
             self.proc.terminate()
             self.proc.wait(timeout=10)
 

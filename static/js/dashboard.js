@@ -1,5 +1,5 @@
 /* Live dashboard: keeps the server-rendered host cards current from the websocket, draws
- * rolling charts with uPlot, saves the user's layout, and shows GPU history from the API.
+ * rolling charts with uPlot and saves the user's layout (history.js draws GPU history).
  * Everything that came from a host (commands, user names, errors) is set as text, never HTML.
  */
 (function () {
@@ -121,6 +121,15 @@
     });
   }
 
+  function gib(mib) {
+    return mib === null || mib === undefined ? "–" : (mib / 1024).toFixed(1);
+  }
+
+  function diskText(disks) {
+    return (disks || []).map((d) => "Disk " + d.path + " " + gib(d.used_mib) + " / " +
+      gib(d.total_mib) + " GiB").join(" · ");
+  }
+
   function updateCard(host) {
     const section = document.getElementById("host-" + host.id);
     if (!section) return false;
@@ -131,13 +140,14 @@
     const cpu = host.cpu || {};
     section.querySelector(".cpu").textContent = "CPU " + dash(cpu.utilization) + "% · RAM " +
       dash(cpu.memory_used_mib) + " / " + dash(cpu.memory_total_mib) + " MiB";
+    section.querySelector(".disks").textContent = host.up ? diskText(host.disks) : "";
     const gpus = section.querySelector(".gpus tbody");
     fillTable(gpus, gpuRows(host), 6);
     host.lost_gpus.forEach((g) => {
       const tr = el("tr", null, "lost");
       tr.appendChild(el("td", g.index));
       tr.appendChild(el("td", g.name));
-      const note = el("td", "GPU lost", "error");
+      const note = el("td", "GPU lost: not seen since " + new Date(g.last_seen).toLocaleString(), "error");
       note.colSpan = 4;
       tr.appendChild(note);
       gpus.appendChild(tr);
@@ -227,36 +237,6 @@
     document.getElementById("layout-controls").addEventListener("change", saveLayout);
   }
 
-  let historyPlots = [];
-  function showHistory() {
-    const device = document.getElementById("history-device").value;
-    const hours = Number(document.getElementById("history-range").value);
-    const message = document.getElementById("history-message");
-    if (!device) { message.textContent = "No GPU known yet."; return; }
-    const since = new Date(Date.now() - hours * 3600 * 1000).toISOString();
-    const url = "/api/devices/" + device + "/history/?since=" + encodeURIComponent(since);
-    fetch(url, { credentials: "same-origin" }).then((r) => r.json()).then((body) => {
-      historyPlots.forEach((p) => p.destroy());
-      historyPlots = [];
-      const box = document.getElementById("history-chart");
-      box.textContent = "";
-      const times = body.samples.map((s) => Date.parse(s.time) / 1000);
-      message.textContent = body.samples.length + " points (" + body.resolution + ")";
-      Object.keys(GPU_FIELD).forEach((chart, i) => {
-        const holder = el("div", null, "chart");
-        box.appendChild(holder);
-        const values = body.samples.map((s) => s[GPU_FIELD[chart]]);
-        historyPlots.push(new uPlot({
-          title: CHARTS[chart], width: 360, height: 160,
-          series: [{}, { label: CHARTS[chart], stroke: COLOURS[i] }],
-        }, [times, values], holder));
-      });
-    }).catch(() => { message.textContent = "Could not load the history."; });
-  }
-
   setUpControls();
-  document.getElementById("history-device").addEventListener("change", showHistory);
-  document.getElementById("history-range").addEventListener("change", showHistory);
-  showHistory();
   connect(1000);
 })();

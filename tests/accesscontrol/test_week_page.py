@@ -70,6 +70,8 @@ def test_it_shows_a_group_its_own_grants(client, login_as, students, warsaw, nod
         ({"week": "next tuesday"}, "Enter a valid date."),
         ({"user": "999999"}, "Select a valid choice."),
         ({"user": "abc"}, "Select a valid choice."),
+        ({"week": "9999-12-31"}, "Give a date between the years 1900 and 9000."),
+        ({"week": "0001-01-01"}, "Give a date between the years 1900 and 9000."),
     ],
 )
 def test_it_answers_bad_input_with_400_and_a_message(client, login_as, query, message):

@@ -107,6 +107,7 @@ def test_host_history(signed_in, series, node):
         ({"since": "2026-03-02T00:00:00Z", "until": "2026-03-01T00:00:00Z"}, "since"),
         ({"resolution": "second"}, "resolution"),
         ({"since": "2020-01-01T00:00:00Z", "resolution": "raw"}, "resolution"),
+        ({"until": "0001-01-01T00:30:00Z"}, "until"),
     ],
 )
 def test_bad_history_queries_get_a_400_naming_the_field(signed_in, series, query, field):

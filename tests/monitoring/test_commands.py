@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -121,14 +122,36 @@ def test_probe_json_has_the_documented_shape(db, local_fake_gpus):
     )
     local_fake_gpus.set_processes([f"GPU-abc, {os.getpid()}, 100, python"])
     data = json.loads(run("probe", "localhost", "--json"))
-    assert set(data) == {"host", "reachable", "error", "gpus", "processes", "cpu"}
+    assert set(data) == {
+        "host",
+        "reachable",
+        "error",
+        "gpus",
+        "processes",
+        "cpu",
+        "disks",
+        "driver_version",
+        "cuda_version",
+    }
     assert set(data["gpus"][0]) == GPU_KEYS
     assert data["gpus"][0]["power_w"] is None and data["gpus"][0]["utilization_gpu"] is None
     assert data["processes"][0]["pid"] == os.getpid()
     assert (
         "pytest" in data["processes"][0]["command"] or "python" in data["processes"][0]["command"]
     )
-    assert set(data["cpu"]) == {"utilization", "memory_total_mib", "memory_used_mib"}
+    assert set(data["cpu"]) == {
+        "utilization",
+        "memory_total_mib",
+        "memory_used_mib",
+        "model",
+        "cores",
+    }
+    assert data["cpu"]["cores"] == os.cpu_count()
+    assert (data["driver_version"], data["cuda_version"]) == ("535.104.05", "12.2")
+    root = shutil.disk_usage("/")
+    [disk] = [d for d in data["disks"] if d["path"] == "/"]
+    assert set(disk) == {"path", "total_mib", "used_mib"}
+    assert disk["total_mib"] == pytest.approx(root.total / 2**20, rel=0.01)
     assert Device.objects.get().uuid == "GPU-abc"
 
 

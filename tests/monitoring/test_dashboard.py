@@ -73,6 +73,15 @@ def test_the_layout_is_remembered_per_user(client, node, owner, other_user):
     assert '"charts": ["gpu_utilization"' in html
 
 
+def test_an_empty_list_is_a_layout_too(client, node, owner):
+    """No host hidden (the usual case) and no chart shown are choices, not missing fields."""
+    client.force_login(owner)
+    assert post_layout(client, {"charts": ["cpu"], "hidden_hosts": []}).status_code == 200
+    assert client.get(LAYOUT).json() == {"charts": ["cpu"], "hidden_hosts": []}
+    assert post_layout(client, {"charts": [], "hidden_hosts": [node.pk]}).status_code == 200
+    assert client.get(LAYOUT).json() == {"charts": [], "hidden_hosts": [node.pk]}
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
@@ -83,6 +92,7 @@ def test_the_layout_is_remembered_per_user(client, node, owner, other_user):
         ({"charts": "cpu", "hidden_hosts": []}, "list of chart names"),
         ({"charts": [], "hidden_hosts": ["node-1"]}, "integers"),
         ({"charts": [], "hidden_hosts": [99999]}, "No host with id 99999"),
+        ({"charts": [], "hidden_hosts": [10**30, -1]}, f"No host with id -1, {10**30}"),
         ({"charts": []}, "required"),
     ],
 )
@@ -98,3 +108,12 @@ def test_anonymous_users_cannot_read_or_save_a_layout(client, db):
     assert client.get(LAYOUT).status_code == 302
     assert post_layout(client, {"charts": [], "hidden_hosts": []}).status_code == 302
     assert not DashboardLayout.objects.exists()
+
+
+def test_hosts_the_user_hid_are_rendered_hidden(client, node, owner):
+    DashboardLayout.objects.create(user=owner, charts=["cpu"], hidden_hosts=[node.pk])
+    client.force_login(owner)
+    html = client.get(reverse("overview")).content.decode()
+    assert f'id="host-{node.pk}" data-host="{node.pk}" hidden>' in html
+    other = node.__class__.objects.get(name="node-2")
+    assert f'id="host-{other.pk}" data-host="{other.pk}">' in html

@@ -123,7 +123,11 @@ def probe_output(gpus_rc="0", gpus="", apps="", ps=""):
     return (
         f"@@gpus {gpus_rc}\n{gpus}\n@@apps 0\n{apps}\n@@ps\n{ps}\n"
         "@@stat\ncpu  1 0 1 8 0 0 0 0 0 0\ncpu  2 0 2 16 0 0 0 0 0 0\n"
+        "@@driver\nNVIDIA-SMI version  : 535.104.05\nNVML version        : 535.104\n"
+        "DRIVER version      : 535.104.05\nCUDA Version        : 12.2\n"
         "@@meminfo\nMemTotal: 2048 kB\nMemAvailable: 1024 kB\n"
+        "@@cpuinfo\n16\nmodel name\t: AMD EPYC 7302 16-Core Processor\n"
+        "@@disks\n/\n/dev/sda1 102400 51200 51200 50% /\n"
     )
 
 
@@ -147,7 +151,11 @@ def test_a_probe_joins_gpu_processes_with_their_owners():
         "utilization": 20.0,
         "memory_total_mib": 2,
         "memory_used_mib": 1,
+        "model": "AMD EPYC 7302 16-Core Processor",
+        "cores": 16,
     }
+    assert result.as_json()["disks"] == [{"path": "/", "total_mib": 100, "used_mib": 50}]
+    assert (result.driver_version, result.cuda_version) == ("535.104.05", "12.2")
 
 
 @pytest.mark.parametrize(
@@ -166,3 +174,44 @@ def test_a_probe_explains_a_failing_nvidia_smi(rc, status, message):
     # "could not tell" (None) must not be confused with "no GPUs" ([]): only the
     # latter marks GPUs lost.
     assert result.gpus == ([] if rc == "127" else None)
+
+
+def test_driver_versions_come_from_either_version_report():
+    modern = "NVIDIA-SMI version  : 550.54.14\nNVML version        : 550.54\n"
+    modern += "DRIVER version      : 550.54.14\nCUDA Version        : 12.4\n"
+    assert parsers.parse_driver_versions(modern) == ("550.54.14", "12.4")
+    # Older drivers: "Invalid combination..." for --version, then the -q report's header.
+    old = (
+        "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n\n"
+        "==============NVSMI LOG==============\n\n"
+        "Timestamp                                 : Mon Jun  5 12:00:00 2023\n"
+        "Driver Version                            : 515.105.01\n"
+        "CUDA Version                              : 11.7\n\n"
+        "Attached GPUs                             : 1\nGPU 00000000:00:1E.0\n"
+        "    Compute Mode                          : Default\n"
+    )
+    assert parsers.parse_driver_versions(old) == ("515.105.01", "11.7")
+    assert parsers.parse_driver_versions("") == (None, None)
+    assert parsers.parse_driver_versions("CUDA Version : N/A\n") == (None, None)
+
+
+def test_cpuinfo_gives_model_and_logical_cpu_count():
+    assert parsers.parse_cpuinfo("8\nmodel name\t: Intel(R) Xeon(R) Gold 6230 CPU") == (
+        "Intel(R) Xeon(R) Gold 6230 CPU",
+        8,
+    )
+    # ARM boards without a "model name" line print nothing there
+    assert parsers.parse_cpuinfo("4\n") == (None, 4)
+    assert parsers.parse_cpuinfo("") == (None, None)
+
+
+def test_disks_pair_each_path_with_its_df_line():
+    text = (
+        "/\n/dev/nvme0n1p2 490617784 123456789 342148575 27% /\n"
+        "/data sets\n/dev/sdb1 1048576 1024 1047552 1% /data sets\n"
+        "/refused\n\n"  # df refused it: left out
+    )
+    assert [d.as_dict() for d in parsers.parse_disks(text)] == [
+        {"path": "/", "total_mib": 479118, "used_mib": 120563},
+        {"path": "/data sets", "total_mib": 1024, "used_mib": 1},
+    ]

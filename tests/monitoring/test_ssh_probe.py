@@ -8,7 +8,7 @@ import time
 from django.core.management import call_command
 
 from monitoring.connections import pool
-from monitoring.inventory import probe_all, probe_and_record
+from monitoring.inventory import probe_and_record
 from monitoring.models import Device, Host
 from tests.monitoring.conftest import make_host
 from tests.realparts import Sshd, require
@@ -132,6 +132,7 @@ def test_it_reports_failed_authentication(db, sshd, settings):
 def test_a_dead_host_is_unreachable_within_the_timeout_and_others_probe_fine(
     ssh_host, sshd, settings, gpus
 ):
+    """(That the loop probes the others meanwhile: test_loop's dead-host test.)"""
     settings.SSH_CONNECT_TIMEOUT = 1.5
     gpus("127.0.0.2").set_gpus([gpu_row(0, UUID0)])
     # A server that accepts TCP but never speaks SSH: the worst kind of dead.
@@ -142,14 +143,14 @@ def test_a_dead_host_is_unreachable_within_the_timeout_and_others_probe_fine(
     refused = Host.objects.create(name="refused", address="127.0.0.1", port=1)
     started = time.monotonic()
     try:
-        results = probe_all([dead, refused, ssh_host])
+        results = [probe_and_record(host) for host in (dead, refused, ssh_host)]
     finally:
         silent.close()
     elapsed = time.monotonic() - started
     assert [r.reachable for r in results] == [False, False, True]
     assert "timed out" in results[0].error or "banner" in results[0].error
     assert "connection refused" in results[1].error
-    assert elapsed < 1.5 * 3  # bounded by the connect timeout, not serial waits
+    assert elapsed < 1.5 * 3  # bounded by the connect timeout: the dead host is given up on
     dead.refresh_from_db()
     assert dead.status == Host.Status.UNREACHABLE
 

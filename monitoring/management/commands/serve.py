@@ -1,11 +1,24 @@
+import importlib.util
 import signal
 import subprocess
 import sys
 import time
 
+from django.apps import apps
 from django.core.management.base import BaseCommand
 
 from monitoring.loop import ensure_schedules
+
+
+def ensure_app_schedules() -> None:
+    """Schedules of the apps above monitoring (their ``schedules.ensure_schedules``), found
+    by name so that monitoring imports none of them."""
+    for app in apps.get_app_configs():
+        if importlib.util.find_spec(f"{app.name}.schedules") is None:
+            continue
+        ensure = getattr(importlib.import_module(f"{app.name}.schedules"), "ensure_schedules", None)
+        if ensure is not None:
+            ensure()
 
 
 class Command(BaseCommand):
@@ -20,6 +33,7 @@ class Command(BaseCommand):
 
     def handle(self, bind, port, **options):
         ensure_schedules()  # the probing loop's watchdog and history retention
+        ensure_app_schedules()  # reminders and usage of reservations
         python = sys.executable
         processes = {
             "web": subprocess.Popen(

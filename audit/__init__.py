@@ -1,0 +1,1 @@
+"""The audit log: security-relevant actions, who did them and to what, for admins."""

@@ -1,0 +1,203 @@
+"""Benchmark: gpurun against simple_gpu_scheduler, and the queue's dispatch latency.
+
+1. 200 commands of `sleep 0.2` over 4 GPUs (host `localhost`, local transport, fake
+   nvidia-smi) through `manage.py gpurun` (each command a task in GNU screen, recorded in
+   the database, the GPU re-checked before each start) and through the real
+   `simple_gpu_scheduler` from PyPI (bench/requirements.txt; plain subprocesses, no checks).
+   Makespan is measured from the first start to the last end as each tool prints them,
+   and also as the whole command's wall time (gpurun's includes starting Django).
+   Overhead is relative to the ideal 200 x 0.2 s / 4 = 10 s.
+2. The queue, as in production: a django-q2 cluster (`manage.py qcluster`, ORM broker,
+   SQLite in WAL mode) runs the leased probing loop every MONITORING_INTERVAL (2 s) and the
+   scheduler after each cycle. 16 queued one-GPU jobs of `sleep 1` share the 4 GPUs; each
+   command prints its own start and end times, and the dispatch latency is the time from a
+   job's end on a GPU to the next job's start on that GPU.
+
+Run: .venv/bin/python bench/queue_gpurun.py [commands]   (default 200)
+"""
+
+import getpass
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+DATA_DIR = Path(tempfile.mkdtemp(prefix="hive-bench-queue-"))
+FAKE_BIN = ROOT / "tests" / "fake_bin"
+os.environ.update(
+    HIVE_DATA_DIR=str(DATA_DIR),
+    FAKE_GPU_DIR=str(DATA_DIR / "gpus"),
+    JOBS_LOG_DIR=str(DATA_DIR / "logs"),
+    PATH=f"{FAKE_BIN}:{os.environ['PATH']}",
+    DJANGO_SETTINGS_MODULE="hiveproject.settings",
+    LOG_LEVEL="WARNING",
+)
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.conf import settings  # noqa: E402
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django_q.tasks import async_task  # noqa: E402
+
+from accesscontrol.services import ensure_default_group  # noqa: E402
+from jobs.models import Task  # noqa: E402
+from monitoring.inventory import probe_and_record  # noqa: E402
+from monitoring.models import Activity, Host  # noqa: E402
+from queueing import services  # noqa: E402
+from queueing.models import QueuedJob  # noqa: E402
+
+GPUS = 4
+TIME = re.compile(r"^(\d+\.\d+)")
+
+
+def set_up_lab() -> None:
+    call_command("migrate", verbosity=0)
+    gpus = DATA_DIR / "gpus" / "local"
+    gpus.mkdir(parents=True)
+    (gpus / "query-gpu.csv").write_text(
+        "".join(f"{i}, GPU-local-{i}, 15360, 0, 0, 0, 30, 20.0, Tesla T4\n" for i in range(GPUS))
+    )
+    (gpus / "query-compute-apps.csv").write_text("")
+    get_user_model().objects.create_user(getpass.getuser(), "bench@example.org", "pw-bench-1")
+    ensure_default_group()
+    host = Host.objects.create(name="localhost", address="127.0.0.1", transport="local")
+    probe_and_record(host)
+
+
+def timed_lines(argv: list[str], stdin: str) -> tuple[float, list[tuple[float, str]]]:
+    """Run a command, feeding stdin; (wall seconds, [(time seen, line)] of its stdout)."""
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    proc.stdin.write(stdin)
+    proc.stdin.close()
+    lines = [(time.monotonic(), line.rstrip()) for line in proc.stdout]
+    proc.wait()
+    lines.append((time.monotonic(), "<exit>"))
+    return time.monotonic() - started, lines
+
+
+def gpurun(count: int) -> dict:
+    wall, lines = timed_lines(
+        [sys.executable, "manage.py", "gpurun", "--gpus", "0,1,2,3"], "sleep 0.2\n" * count
+    )
+    starts = [t for t, line in lines if line.startswith("started")]
+    ends = [t for t, line in lines if line.startswith("finished")]
+    assert len(starts) == len(ends) == count, lines[-3:]
+    return {"makespan": ends[-1] - starts[0], "wall": wall}
+
+
+def simple_gpu_scheduler(count: int) -> dict:
+    """It prints a line per start and nothing at the end: the makespan ends with it."""
+    command = shutil.which("simple_gpu_scheduler", path=str(Path(sys.executable).parent))
+    if command is None:
+        raise SystemExit("pip install -r bench/requirements.txt (simple_gpu_scheduler)")
+    wall, lines = timed_lines([command, "--gpus", "0,1,2,3"], "sleep 0.2\n" * count)
+    finished = lines[-1][0]  # it exits when its last command has ended
+    starts = [t for t, line in lines if line.startswith("Processing command")]
+    assert len(starts) == count, lines[-3:]
+    return {"makespan": finished - starts[0], "wall": wall}
+
+
+def report_runs(count: int, results: dict[str, dict]) -> None:
+    ideal = count * 0.2 / GPUS
+    print(f"\n{count} x `sleep 0.2` over {GPUS} GPUs (ideal {ideal:g} s):")
+    print(f"{'':22}{'makespan s':>11}{'overhead':>10}{'wall s':>8}{'overhead':>10}")
+    for name, r in results.items():
+        print(
+            f"{name:22}{r['makespan']:11.2f}{r['makespan'] / ideal - 1:10.0%}"
+            f"{r['wall']:8.2f}{r['wall'] / ideal - 1:10.0%}"
+        )
+
+
+# --- the queue's dispatch latency ------------------------------------------------------------
+
+
+def start_cluster() -> subprocess.Popen:
+    cluster = subprocess.Popen(
+        [sys.executable, "manage.py", "qcluster"],
+        cwd=ROOT,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=open(DATA_DIR / "qcluster.log", "w"),  # noqa: SIM115
+    )
+    async_task("monitoring.loop.run_probe_loop")
+    return cluster
+
+
+def stop_cluster(cluster: subprocess.Popen) -> None:
+    os.killpg(cluster.pid, signal.SIGKILL)
+    cluster.wait()
+    Activity.objects.filter(name="probe-loop").update(holder="", lease_expires=None)
+
+
+def queue_latency(jobs: int = 16) -> list[float]:
+    owner = get_user_model().objects.get(username=getpass.getuser())
+    # The command prints when it starts and ends (the window's shell logs both).
+    stamp = "python3 -c \"import time; print(f'{time.time():.3f}')\""
+    command = f"{stamp}; sleep 1; {stamp}"
+    cluster = start_cluster()
+    try:
+        for i in range(jobs):
+            services.enqueue(
+                owner,
+                name=f"bench {i}",
+                tasks=[
+                    services.TaskRequest(template=command.replace("{", "{{").replace("}", "}}"))
+                ],
+            )
+        deadline = time.monotonic() + 30 + jobs * 5
+        while QueuedJob.objects.exclude(state=QueuedJob.State.FINISHED).exists():
+            if time.monotonic() > deadline:
+                raise SystemExit(f"queue did not finish; see {DATA_DIR / 'qcluster.log'}")
+            time.sleep(0.2)
+    finally:
+        stop_cluster(cluster)
+    return latencies()
+
+
+def latencies() -> list[float]:
+    per_gpu: dict[str, list[tuple[float, float]]] = {}
+    for task in Task.objects.filter(job__queue_run__isnull=False).prefetch_related("devices"):
+        start, end = (
+            float(m[1]) for m in map(TIME.match, Path(task.log_path).read_text().split()) if m
+        )
+        per_gpu.setdefault(task.devices.get().uuid, []).append((start, end))
+    gaps = []
+    for runs in per_gpu.values():
+        runs.sort()
+        gaps += [nxt[0] - prev[1] for prev, nxt in zip(runs, runs[1:], strict=False)]
+    return gaps
+
+
+def main(count: int) -> None:
+    set_up_lab()
+    results = {"gpurun": gpurun(count), "simple_gpu_scheduler": simple_gpu_scheduler(count)}
+    report_runs(count, results)
+    gaps = queue_latency()
+    print(
+        f"\nqueue: {len(gaps)} GPU handovers, monitoring interval "
+        f"{settings.MONITORING_INTERVAL:g} s; from a job's end to the next start on its GPU:"
+    )
+    print(f"  median {statistics.median(gaps):.2f} s, max {max(gaps):.2f} s, min {min(gaps):.2f} s")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 200)

@@ -1,0 +1,1 @@
+"""hive: the command-line client of GPU Hive."""

@@ -1,0 +1,149 @@
+"""The lab as the API shows it: GPUs with their use, users and bookings; GPU names to ids."""
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from .api import Api, HiveError
+from .when import now
+
+HORIZON = timedelta(days=1)  # how far ahead `status` looks for the next booking
+
+
+@dataclass
+class Gpu:
+    id: int
+    host: str
+    index: int
+    model: str
+    present: bool
+    host_status: str
+    memory_total_mib: int | None
+    latest: dict | None
+    processes: list[dict] = field(default_factory=list)
+    reservation: dict | None = None
+    next_reservation: dict | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.host}:{self.index}"
+
+    @property
+    def users(self) -> list[str]:
+        return sorted({p.get("user") or "?" for p in self.processes})
+
+    def free_for(self, username: str) -> bool:
+        """Up, unused, and not booked by someone else right now."""
+        if not self.present or self.latest is None or self.processes:
+            return False
+        return not (self.reservation and self.reservation["owner"] != username)
+
+    def as_dict(self, username: str) -> dict:
+        latest = self.latest or {}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "host": self.host,
+            "index": self.index,
+            "model": self.model,
+            "host_status": self.host_status,
+            "present": self.present,
+            "utilization_gpu": latest.get("utilization_gpu"),
+            "memory_used_mib": latest.get("memory_used_mib"),
+            "memory_total_mib": self.memory_total_mib,
+            "temperature_c": latest.get("temperature_c"),
+            "users": self.users,
+            "processes": self.processes,
+            "reservation": self.reservation,
+            "next_reservation": self.next_reservation,
+            "free": self.free_for(username),
+        }
+
+
+def devices(api: Api, host: str = "") -> list[dict]:
+    rows = api.get("devices/")
+    return [d for d in rows if not host or d["host"] == host]
+
+
+def gpus(api: Api, host: str = "") -> list[Gpu]:
+    """Every GPU (of one host), with its processes and its current and next booking."""
+    hosts = {h["name"]: h["status"] for h in api.get("hosts/")}
+    if host and host not in hosts:
+        raise HiveError(f"No host named {host!r}; hosts: {', '.join(sorted(hosts)) or 'none'}.")
+    found = [_gpu(d, hosts.get(d["host"], "unknown")) for d in devices(api, host)]
+    by_id = {g.id: g for g in found}
+    for process in api.get("processes/", host=host):
+        if process.get("device") in by_id:
+            by_id[process["device"]].processes.append(process)
+    _attach_bookings(api, by_id, now())
+    return sorted(found, key=lambda g: (g.host, g.index))
+
+
+def _gpu(device: dict, host_status: str) -> Gpu:
+    return Gpu(
+        id=device["id"],
+        host=device["host"],
+        index=device["index"],
+        model=device.get("name") or "",
+        present=device.get("status") == "present",
+        host_status=host_status,
+        memory_total_mib=device.get("memory_total_mib"),
+        latest=device.get("latest"),
+    )
+
+
+def _attach_bookings(api: Api, by_id: dict[int, Gpu], at: datetime) -> None:
+    window = {"start": at.isoformat(), "end": (at + HORIZON).isoformat()}
+    bookings = [r for r in api.get("reservations/", **window) if r["status"] != "cancelled"]
+    for booking in sorted(bookings, key=lambda r: r["start"]):
+        current = datetime.fromisoformat(booking["start"]) <= at
+        for device in booking["devices"]:
+            gpu = by_id.get(device)
+            if gpu is None:
+                continue
+            if current and gpu.reservation is None:
+                gpu.reservation = _booking(booking)
+            elif not current and gpu.next_reservation is None:
+                gpu.next_reservation = _booking(booking)
+
+
+def _booking(r: dict) -> dict:
+    keys = ("id", "title", "owner", "start", "end", "status")
+    return {k: r[k] for k in keys}
+
+
+def parse_gpus(specs: tuple[str, ...] | list[str]) -> list[tuple[str, list[int] | None]]:
+    """`node-1:0,1` -> [("node-1", [0, 1])]; `node-2` (all its GPUs) -> [("node-2", None)]."""
+    wanted = []
+    for spec in (part for text in specs for part in text.replace(";", " ").split()):
+        host, _, indexes = spec.partition(":")
+        if not host:
+            raise HiveError(f"{spec!r}: write GPUs as HOST:INDEX[,INDEX...], e.g. node-1:0,1.")
+        try:
+            numbers = [int(i) for i in indexes.split(",") if i.strip()] if indexes else None
+        except ValueError:
+            raise HiveError(f"{spec!r}: GPU indexes are numbers, e.g. node-1:0,1.") from None
+        wanted.append((host, numbers))
+    if not wanted:
+        raise HiveError("Name the GPUs, e.g. --gpus node-1:0,1.")
+    return wanted
+
+
+def resolve_gpus(api: Api, specs) -> list[dict]:
+    """The API's devices named by ``specs``, or an error naming what does not exist."""
+    known = [d for d in devices(api) if d.get("status") == "present"]
+    chosen = []
+    for host, indexes in parse_gpus(specs):
+        on_host = {d["index"]: d for d in known if d["host"] == host}
+        if not on_host:
+            hosts = ", ".join(sorted({d["host"] for d in known})) or "none"
+            raise HiveError(f"No GPUs on a host named {host!r}; hosts: {hosts}.")
+        for index in indexes if indexes is not None else sorted(on_host):
+            if index not in on_host:
+                have = ", ".join(str(i) for i in sorted(on_host))
+                raise HiveError(f"{host} has no GPU {index} (it has {have}).")
+            chosen.append(on_host[index])
+    return chosen
+
+
+def device_names(api: Api) -> dict[int, str]:
+    return {d["id"]: f"{d['host']}:{d['index']}" for d in devices(api)}

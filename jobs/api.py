@@ -1,0 +1,357 @@
+"""Jobs API: the owner's jobs and tasks (admins see all), creation from task rows, a grid or
+a distributed template, actions on one task or many, logs.
+
+The services' ValidationError and PermissionDenied become 400 and 403 answers in the project's
+exception handler (hiveproject/api_errors.py)."""
+
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from accesscontrol.permissions import RestrictedViewSetMixin, can
+from hiveproject.ids import MAX_ID
+from monitoring.models import Device, Host
+from reservations.models import Reservation
+
+from . import distributed, services, templating
+from .models import Job, Task
+
+
+def attach_hint(task: Task) -> str:
+    """How the owner reaches the running task's terminal."""
+    if not task.screen_session or task.status not in Task.ACTIVE:
+        return ""
+    return f"ssh {task.unix_username}@{task.host.address} screen -x {task.screen_session}"
+
+
+class TaskSerializer(serializers.ModelSerializer):
+    host = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    command_line = serializers.SerializerMethodField(help_text="Environment and command.")
+    attach = serializers.SerializerMethodField(help_text="How to attach to the screen session.")
+
+    class Meta:
+        model = Task
+        fields = [
+            "id",
+            "job",
+            "host",
+            "devices",
+            "template",
+            "parameters",
+            "env",
+            "command",
+            "command_line",
+            "status",
+            "error",
+            "unix_username",
+            "screen_session",
+            "attach",
+            "log_path",
+            "pid",
+            "exit_code",
+            "started_at",
+            "ended_at",
+            "scheduled_start",
+            "scheduled_stop",
+            "reservation",
+            "argv",
+        ]
+        read_only_fields = [f for f in fields if f not in ("scheduled_start", "scheduled_stop")]
+
+    def get_command_line(self, task) -> str:
+        return templating.command_line(services.task_env(task), task.command)
+
+    def get_attach(self, task) -> str:
+        return attach_hint(task)
+
+
+class JobSerializer(serializers.ModelSerializer):
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    status = serializers.CharField(read_only=True)
+    tasks = TaskSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Job
+        fields = ["id", "name", "description", "template", "owner", "status", "created", "tasks"]
+
+
+class TaskRowSerializer(serializers.Serializer):
+    host = serializers.PrimaryKeyRelatedField(queryset=Host.objects.all())
+    devices = serializers.PrimaryKeyRelatedField(
+        many=True, queryset=Device.objects.all(), required=False, default=list
+    )
+    template = serializers.CharField(required=False, help_text="Default: the job's template.")
+    parameters = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
+    env = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
+    scheduled_start = serializers.DateTimeField(required=False, allow_null=True)
+    scheduled_stop = serializers.DateTimeField(required=False, allow_null=True)
+    reservation = serializers.PrimaryKeyRelatedField(
+        queryset=Reservation.objects.all(), required=False, allow_null=True
+    )
+
+
+class JobCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    template = serializers.CharField(required=False, allow_blank=True, default="")
+    tasks = TaskRowSerializer(many=True)
+
+
+class GridSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    template = serializers.CharField()
+    host = serializers.PrimaryKeyRelatedField(queryset=Host.objects.all())
+    devices = serializers.PrimaryKeyRelatedField(
+        many=True, queryset=Device.objects.all(), required=False, default=list
+    )
+    values = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+    env = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
+    samples = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    seed = serializers.IntegerField(required=False, allow_null=True)
+
+
+class NodeSerializer(serializers.Serializer):
+    host = serializers.PrimaryKeyRelatedField(queryset=Host.objects.all())
+    devices = serializers.PrimaryKeyRelatedField(
+        many=True, queryset=Device.objects.all(), required=False, default=list
+    )
+
+
+class DistributedSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    kind = serializers.ChoiceField(choices=list(distributed.KINDS.items()))
+    nodes = NodeSerializer(many=True)
+    command = serializers.CharField(help_text="Script and arguments (torchrun) or command.")
+    launcher = serializers.CharField(required=False, default="torchrun")
+    nproc_per_node = serializers.IntegerField(required=False, default=1, min_value=1)
+    parameters = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
+    env = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
+
+
+def id_list():
+    """Object ids; bounded, since the database refuses (with a 500) ids beyond 64 bits."""
+    child = serializers.IntegerField(min_value=1, max_value=MAX_ID)
+    return serializers.ListField(child=child, required=False, default=list)
+
+
+class ActionSerializer(serializers.Serializer):
+    action = serializers.ChoiceField(choices=services.ACTIONS)
+    tasks = id_list()
+    jobs = id_list()
+
+
+# What the actions and the log answer, for the OpenAPI schema.
+ACTION_RESULTS = inline_serializer(
+    "ActionResults",
+    {
+        "results": inline_serializer(
+            "ActionResult",
+            {
+                "task": serializers.IntegerField(),
+                "status": serializers.CharField(),
+                "error": serializers.CharField(),
+            },
+            many=True,
+        )
+    },
+)
+LOG_PIECE = inline_serializer(
+    "LogPiece",
+    {
+        "size": serializers.IntegerField(),
+        "offset": serializers.IntegerField(),
+        "next_offset": serializers.IntegerField(),
+        "text": serializers.CharField(),
+    },
+)
+
+
+def _input(request, serializer_class) -> dict:
+    serializer = serializer_class(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def _results(results) -> Response:
+    # Statuses read again, in one query: a refused start may have failed the task meanwhile.
+    now = dict(Task.objects.filter(pk__in=[t.pk for t, _ in results]).values_list("pk", "status"))
+    return Response(
+        {"results": [{"task": t.pk, "status": now[t.pk], "error": e} for t, e in results]}
+    )
+
+
+def specs_from_rows(data) -> list[services.TaskSpec]:
+    return [
+        services.TaskSpec(
+            host=row["host"],
+            template=row.get("template") or data["template"],
+            parameters=row["parameters"],
+            env=row["env"],
+            devices=row["devices"],
+            scheduled_start=row.get("scheduled_start"),
+            scheduled_stop=row.get("scheduled_stop"),
+            reservation=row.get("reservation"),
+        )
+        for row in data["tasks"]
+    ]
+
+
+class JobViewSet(
+    RestrictedViewSetMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Jobs of the signed-in user (all jobs for admins). POST creates from task rows."""
+
+    queryset = Job.objects.select_related("owner").prefetch_related("tasks__host", "tasks__devices")
+    serializer_class = JobSerializer
+
+    def _created(self, job) -> Response:
+        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
+
+    def _create(self, data, specs, template) -> Response:
+        """Create the job from its specs, as the requesting user, and answer 201 with it."""
+        job = services.create_job(
+            self.request.user,
+            name=data["name"],
+            specs=specs,
+            description=data["description"],
+            template=template,
+        )
+        return self._created(job)
+
+    @extend_schema(request=JobCreateSerializer, responses={201: JobSerializer})
+    def create(self, request):
+        data = _input(request, JobCreateSerializer)
+        return self._create(data, specs_from_rows(data), data["template"])
+
+    @extend_schema(responses={201: JobSerializer})
+    @action(detail=False, methods=["post"], serializer_class=GridSerializer)
+    def grid(self, request):
+        """One task per combination of the value lists (or `samples` of them, with `seed`)."""
+        data = _input(request, GridSerializer)
+        return self._create(data, services.grid_specs(data), data["template"])
+
+    @extend_schema(responses={201: JobSerializer})
+    @action(detail=False, methods=["post"], serializer_class=DistributedSerializer)
+    def distributed(self, request):
+        """One task per node from a PyTorch or TensorFlow template (ports picked now)."""
+        data = _input(request, DistributedSerializer)
+        nodes = [distributed.Node(n["host"], n["devices"]) for n in data["nodes"]]
+        template, specs = distributed.specs_from(request.user, data, nodes)
+        return self._create(data, specs, template)
+
+    @extend_schema(responses=ACTION_RESULTS)
+    @action(detail=True, methods=["post"], serializer_class=ActionSerializer)
+    def act(self, request, pk=None):
+        """{"action": spawn|interrupt|terminate|kill|stop} on every task of the job it fits."""
+        data = _input(request, ActionSerializer)
+        job = self.get_object()
+        return _results(services.act_on(list(job.tasks.all()), request.user, data["action"]))
+
+    @extend_schema(request=None, responses={201: JobSerializer})
+    @action(detail=True, methods=["post"], serializer_class=serializers.Serializer)
+    def duplicate(self, request, pk=None):
+        """A pending copy of the job, owned by (and run as) whoever duplicates it."""
+        return self._created(services.duplicate_job(self.get_object(), request.user))
+
+    def perform_destroy(self, job):
+        if not can(self.request.user, "delete", job):
+            raise exceptions.PermissionDenied("Only the job's owner or an admin can delete it.")
+        if job.tasks.filter(status__in=Task.ACTIVE).exists():
+            raise exceptions.ValidationError({"detail": "Stop the job's running tasks first."})
+        job.delete()
+
+
+class TaskViewSet(
+    RestrictedViewSetMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Tasks of the signed-in user's jobs. PATCH sets a pending task's scheduled start/stop."""
+
+    queryset = Task.objects.select_related("host", "job__owner").prefetch_related("devices")
+    serializer_class = TaskSerializer
+    http_method_names = ["get", "post", "patch", "head", "options"]
+
+    def perform_update(self, serializer):
+        task = serializer.instance
+        if not can(self.request.user, "change", task):
+            raise exceptions.PermissionDenied("Only the job's owner or an admin can change it.")
+        start = serializer.validated_data.get("scheduled_start", task.scheduled_start)
+        stop = serializer.validated_data.get("scheduled_stop", task.scheduled_stop)
+        if "scheduled_start" in serializer.validated_data and task.status != Task.Status.PENDING:
+            raise exceptions.ValidationError(
+                {"detail": "Only a pending task can be scheduled to start."}
+            )
+        if start and stop and stop <= start:
+            raise exceptions.ValidationError(
+                {"detail": "The scheduled stop must come after the start."}
+            )
+        serializer.save()
+
+    @extend_schema(responses=TaskSerializer)
+    @action(detail=True, methods=["post"], serializer_class=ActionSerializer)
+    def act(self, request, pk=None):
+        """{"action": spawn|interrupt|terminate|kill|stop} on this task."""
+        data = _input(request, ActionSerializer)
+        task = services.act(self.get_object(), request.user, data["action"])
+        return Response(TaskSerializer(task).data)
+
+    @extend_schema(responses=ACTION_RESULTS)
+    @action(detail=False, methods=["post"], serializer_class=ActionSerializer, url_path="bulk")
+    def bulk(self, request):
+        """{"action", "tasks": [ids], "jobs": [ids]}: the action on all of them it fits."""
+        data = _input(request, ActionSerializer)
+        visible = self.get_queryset()
+        chosen = visible.filter(pk__in=data["tasks"]) | visible.filter(job__in=data["jobs"])
+        return _results(services.act_on(list(chosen.distinct()), request.user, data["action"]))
+
+    @extend_schema(
+        parameters=[OpenApiParameter("offset", int, description="First byte to return.")],
+        responses=LOG_PIECE,
+    )
+    @action(detail=True, methods=["get"])
+    def log(self, request, pk=None):
+        """{"size", "offset", "next_offset", "text"} from ?offset= (bytes); poll to follow."""
+        offset = _int(request.query_params.get("offset", "0"), "offset")
+        return Response(services.read_log(self.get_object(), offset))
+
+    @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR})
+    @action(detail=True, methods=["get"])
+    def download(self, request, pk=None):
+        """The whole log as a text file."""
+        return log_download(self.get_object())
+
+
+def is_whole_number(text: str) -> bool:
+    """Only ASCII digits: str.isdigit() alone also accepts "²", which int() refuses."""
+    return text.isascii() and text.isdigit()
+
+
+def _int(value: str, name: str) -> int:
+    if not is_whole_number(value):
+        raise exceptions.ValidationError(
+            {
+                name: ["Must be a whole number of bytes."],
+                "detail": f"{name} must be a whole number.",
+            }
+        )
+    return int(value)
+
+
+def log_download(task: Task) -> HttpResponse:
+    """The whole log as a text file (ValidationError when it cannot be read)."""
+    piece = services.read_log(task, 0, limit=2**40)
+    response = HttpResponse(piece["text"], content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{task.session_name}.log"'
+    return response

@@ -1,0 +1,255 @@
+"""What jobs run on hosts, as the task owner's UNIX account, over monitoring's connections.
+
+Every script here is fixed text; values (names, paths, the user's command) are passed as
+positional arguments of ``sh -c SCRIPT sh ARG...`` inside an argv list, so no value is ever
+parsed as shell code by the service.
+
+Files of a task, in the log directory on the host (``JOBS_LOG_DIR``, ``~/`` = the account's
+home): ``NAME.log`` (stdout and stderr), ``NAME.pid`` (the screen window's shell, which leads
+the task's process group), ``NAME.exit`` (``CODE ISO-TIME`` written when the command ends).
+"""
+
+import copy
+import getpass
+import re
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+
+from monitoring.connections import ConnectionPool
+from monitoring.models import Host
+from monitoring.transport import CommandResult, TransportError
+
+# "~/x" means the account's home on the host; resolved there, never by the service.
+_RESOLVE_DIR = 'dir=$1; case $dir in "~/"*) dir=$HOME/${dir#"~/"};; esac; '
+
+# The screen window's shell. It traps INT/TERM/HUP with a no-op (children still get the
+# default actions), so it outlives the command and writes its exit code even when the
+# command is interrupted. The command runs in a shell that, on those signals, exits only
+# once its foreground program has (with that program's status): a program that ignores
+# SIGTERM keeps the task running until it is killed, instead of looking ended. A `tail -f`
+# shows the log to whoever attaches with `screen -x`; being an asynchronous command of a
+# non-interactive shell it ignores SIGINT. Once the exit file is in place, a line into the
+# task's FIFO (opened read-write, so it never blocks) wakes whoever waits there (WAIT_EXIT).
+WINDOW = (
+    'log=$1 exitf=$2 pidf=$3 cmd=$4 donef=$5; trap : INT TERM HUP; echo $$ > "$pidf"; '
+    'tail -n +1 -f "$log" 2>/dev/null & viewer=$!; '
+    'sh -c \'trap exit INT TERM HUP; eval "$1"\' sh "$cmd" >> "$log" 2>&1; code=$?; '
+    'printf "%s %s\\n" "$code" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$exitf.new"; '
+    'mv "$exitf.new" "$exitf"; if [ -p "$donef" ]; then echo 1<>"$donef"; fi; '
+    "sleep 1; kill $viewer 2>/dev/null; exit $code"
+)
+
+# Start the window detached, wait (up to about 5 s, in 1 ms steps: the pid comes within a
+# few, and short commands queued by gpurun pay this wait on every start) for its pid, print
+# "PID LOGPATH".
+SPAWN = _RESOLVE_DIR + (
+    'name=$2 cmd=$3; shift 3; [ -d "$dir" ] || mkdir -p "$dir" || exit 3; '
+    'if screen -ls 2>/dev/null | grep -q "[.]$name[[:space:]]"; then '
+    'echo "a screen session named $name is already running" >&2; exit 4; fi; '
+    'rm -f "$dir/$name.exit" "$dir/$name.pid" "$dir/$name.done"; '
+    ': > "$dir/$name.log" || exit 3; mkfifo "$dir/$name.done" 2>/dev/null; '
+    'env "$@" screen -dmS "$name" sh -c "$0" sh '
+    '"$dir/$name.log" "$dir/$name.exit" "$dir/$name.pid" "$cmd" "$dir/$name.done" || exit 5; '
+    'i=0; while [ ! -s "$dir/$name.pid" ] && [ $i -lt 5000 ]; do sleep 0.001; i=$((i+1)); done; '
+    'pid=; read -r pid 2>/dev/null < "$dir/$name.pid"; printf "%s %s\\n" "$pid" "$dir/$name.log"'
+)
+
+# Signal every process of the task's group except the window's shell itself (so it stays
+# to write the exit code, even after SIGKILL).
+SIGNAL = (
+    'sig=$1; shift; for pgid; do for p in $(pgrep -g "$pgid"); do '
+    '[ "$p" = "$pgid" ] || kill -s "$sig" "$p" 2>/dev/null; done; done; true'
+)
+
+# One call per account per host per sync: the account's screen sessions, then each given
+# task's exit file as "NAME CODE TIME".
+SYNC = _RESOLVE_DIR + (
+    "shift; screen -ls 2>/dev/null; echo '--exit files--'; for name; do "
+    'if [ -f "$dir/$name.exit" ]; then printf "%s %s\\n" "$name" "$(cat "$dir/$name.exit")"; '
+    "fi; done; true"
+)
+
+# Bytes of a log from an offset (0-based), at most a limit; prints the file size first.
+READ_LOG = (
+    'f=$1 offset=$2 limit=$3; [ -f "$f" ] || { echo "no log file yet" >&2; exit 2; }; '
+    'wc -c < "$f"; tail -c +$((offset + 1)) "$f" | head -c "$limit"'
+)
+
+# Wait (up to $3 seconds) for a task's exit file and print it ("CODE TIME"): a waiter that
+# wants to know the moment a task ends asks once, instead of polling the whole sync. It
+# holds the task's FIFO open read-write before looking for the file, so the window's line
+# (written after the file) is never missed, and it sleeps in `read` without polling. Tasks
+# without a FIFO (mkfifo failed) are polled every 50 ms. Once the file is there, the
+# optional command after the fourth argument runs too (what the waiter needs next, without
+# another round trip), its output and status after a marker line.
+WAIT_EXIT = _RESOLVE_DIR + (
+    'secs=$3 steps=$4 exitf="$dir/$2.exit" donef="$dir/$2.done"; '
+    'if [ -f "$exitf" ]; then :; elif [ -p "$donef" ]; then exec 3<>"$donef"; '
+    '[ -f "$exitf" ] || timeout "$secs" sh -c "read line" <&3; exec 3<&-; '
+    'else i=0; while [ ! -f "$exitf" ] && [ $i -lt "$steps" ]; do sleep 0.05; i=$((i+1)); '
+    'done; fi; [ -f "$exitf" ] || exit 0; cat "$exitf"; shift 4; [ $# -gt 0 ] || exit 0; '
+    'echo "--then--"; "$@"; echo "--then-status $?"'
+)
+THEN_STATUS = re.compile(r"\n?--then-status (\d+)\n?$")
+
+FREE_PORT = (
+    "import socket; s = socket.socket(); s.bind(('', 0)); print(s.getsockname()[1]); s.close()"
+)
+
+SESSION_LINE = re.compile(r"^\s+(\d+)\.(\S+)\s")
+
+
+class RemoteError(Exception):
+    """A command on a host failed; ``str()`` is one line for the user."""
+
+
+# One ConnectionPool per UNIX account: the pool keys connections by host and reconnects
+# when the login changes, so accounts sharing a pool would evict each other every call.
+_pools: dict[str, ConnectionPool] = {}
+_pools_lock = threading.Lock()
+
+
+def _pool(username: str) -> ConnectionPool:
+    with _pools_lock:
+        return _pools.setdefault(username, ConnectionPool())
+
+
+def close_all() -> None:
+    """Drop every job connection (as a restarted service would have none)."""
+    with _pools_lock:
+        for pool in _pools.values():
+            pool.close()
+        _pools.clear()
+
+
+def run_as(host: Host, username: str, argv: list[str], timeout=None) -> CommandResult:
+    """Run argv on host logged in as ``username`` with the service key."""
+    if host.is_local and username != getpass.getuser():
+        raise RemoteError(
+            f"{host.name} is reached without SSH, as {getpass.getuser()!r}: tasks there can "
+            f"only run as that account, not as {username!r}"
+        )
+    as_user = copy.copy(host)
+    as_user.username = username
+    try:
+        return _pool(username).run(as_user, argv, timeout=timeout)
+    except TransportError as exc:
+        raise RemoteError(f"{host.name}: {exc}") from None
+
+
+def _checked(result: CommandResult, what: str) -> str:
+    if not result.ok:
+        detail = (result.stderr or result.stdout).strip().splitlines()
+        raise RemoteError(
+            f"{what} failed: {detail[-1] if detail else f'exit {result.exit_status}'}"
+        )
+    return result.stdout
+
+
+def log_dir() -> str:
+    return settings.JOBS_LOG_DIR
+
+
+def spawn_argv(name: str, command: str, env: dict[str, str]) -> list[str]:
+    """The exact argv sent to the host to start a task."""
+    assignments = [f"{k}={v}" for k, v in env.items()]
+    return ["sh", "-c", SPAWN, WINDOW, log_dir(), name, command, *assignments]
+
+
+@dataclass
+class Spawned:
+    pid: int | None
+    log_path: str
+
+
+def spawn(host: Host, username: str, argv: list[str]) -> Spawned:
+    out = _checked(run_as(host, username, argv), "starting the screen session").strip()
+    pid, _, path = out.partition(" ")
+    return Spawned(int(pid) if pid.isdigit() else None, path)
+
+
+# A task's pid and log path after its starter died: "PID LOGPATH" as SPAWN prints them, with
+# no PID if the window never started (SPAWN removes an old pid file before starting it).
+STARTED = _RESOLVE_DIR + (
+    'name=$2; printf "%s %s\\n" "$(cat "$dir/$name.pid" 2>/dev/null)" "$dir/$name.log"'
+)
+
+
+def started(host: Host, username: str, name: str) -> tuple[int | None, str]:
+    """(pid of the task's window, or None if it never started; its log path)."""
+    argv = ["sh", "-c", STARTED, "sh", log_dir(), name]
+    out = _checked(run_as(host, username, argv), "looking for the task's window").strip("\n")
+    pid, _, path = out.partition(" ")
+    return (int(pid) if pid.isdigit() else None), path
+
+
+def send_signal(host: Host, username: str, signal_name: str, pids: list[int]) -> None:
+    argv = ["sh", "-c", SIGNAL, "sh", signal_name, *map(str, pids)]
+    _checked(run_as(host, username, argv), f"sending SIG{signal_name}")
+
+
+@dataclass
+class SessionState:
+    alive: bool
+    exit_code: int | None = None
+    ended_at: datetime | None = None
+
+
+def session_states(host: Host, username: str, names: list[str]) -> dict[str, SessionState]:
+    """Whether each named session still runs, and its exit code if it ended."""
+    out = _checked(run_as(host, username, ["sh", "-c", SYNC, "sh", log_dir(), *names]), "sync")
+    sessions_part, _, exits_part = out.partition("--exit files--")
+    alive = {m[2] for m in map(SESSION_LINE.match, sessions_part.splitlines()) if m}
+    states = {name: SessionState(name in alive) for name in names}
+    for line in exits_part.splitlines():
+        name, *fields = line.split() or [""]
+        if name in states:
+            states[name] = _exit_state(fields, alive=name in alive) or states[name]
+    return states
+
+
+def _exit_state(fields: list[str], alive: bool) -> SessionState | None:
+    """The state an exit file's "CODE [TIME]" gives; None if it holds no exit code."""
+    if not fields or not re.fullmatch(r"-?\d+", fields[0]):
+        return None
+    ended = _parse_time(fields[1]) if len(fields) > 1 else None
+    return SessionState(alive, int(fields[0]), ended)
+
+
+def _parse_time(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def wait_for_exit(
+    host: Host, username: str, name: str, seconds: float, then: list[str] = ()
+) -> tuple[SessionState | None, str | None]:
+    """(the task's end as its exit file tells it, the output of ``then`` run right after);
+    (None, None) after about ``seconds`` without the file (the session may still have died:
+    a sync tells). The output is None too when ``then`` failed."""
+    steps = str(max(1, round(seconds * 20)))  # of the 50 ms polling, for tasks without a FIFO
+    argv = ["sh", "-c", WAIT_EXIT, "sh", log_dir(), name, f"{seconds:g}", steps, *then]
+    out = _checked(run_as(host, username, argv, timeout=seconds + 30), "waiting for the task")
+    exit_line, _, then_part = out.partition("--then--\n")
+    status = THEN_STATUS.search(then_part)
+    then_out = then_part[: status.start()] + "\n" if status and status[1] == "0" else None
+    return _exit_state(exit_line.split(), alive=True), then_out
+
+
+def read_log(host: Host, username: str, path: str, offset: int, limit: int) -> tuple[int, str]:
+    """(size of the log in bytes, its text from byte ``offset``, at most ``limit`` bytes)."""
+    argv = ["sh", "-c", READ_LOG, "sh", path, str(max(offset, 0)), str(limit)]
+    out = _checked(run_as(host, username, argv, timeout=60), "reading the log")
+    size, _, text = out.partition("\n")
+    return int(size.strip() or 0), text
+
+
+def free_port(host: Host, username: str) -> int:
+    """A TCP port free on the host now (the kernel's pick for bind(0))."""
+    out = _checked(run_as(host, username, ["python3", "-c", FREE_PORT]), "finding a free port")
+    return int(out.strip())

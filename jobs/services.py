@@ -1,0 +1,468 @@
+"""Operations on jobs and tasks, as plain functions for pages, API and workers.
+
+``check_*`` validate and authorise (raising ValidationError or PermissionDenied, changing
+nothing); ``create_*``/``spawn_*``/``signal_*`` change state. SSH calls never run inside a
+database transaction: a task is claimed with a conditional UPDATE first (exactly one caller
+wins), the host is called, then the outcome is written.
+"""
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import Case, Value, When
+from django.utils import timezone
+
+from accesscontrol.coverage import active_ban, check_access
+from accesscontrol.permissions import can
+from accesscontrol.services import profile_for
+from audit.log import record
+from monitoring.models import Device, Host
+from reservations.models import Reservation, ReservedDevice
+
+from . import remote, templating
+from .models import Job, Task
+
+SIGNALS = {"interrupt": "INT", "terminate": "TERM", "kill": "KILL"}
+
+
+@dataclass
+class TaskSpec:
+    """What a new task needs; ``parameters`` fill the template's fields."""
+
+    host: Host
+    template: str
+    parameters: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)
+    devices: list[Device] = field(default_factory=list)
+    scheduled_start: datetime | None = None
+    scheduled_stop: datetime | None = None
+    reservation: Reservation | None = None
+
+
+# --- creating ------------------------------------------------------------------------------
+
+
+def check_spec(owner, spec: TaskSpec) -> None:
+    for device in spec.devices:
+        if device.host_id != spec.host.pk:
+            raise ValidationError(f"GPU {device} is not on host {spec.host}.")
+    start, stop = spec.scheduled_start, spec.scheduled_stop
+    if start and stop and stop <= start:
+        raise ValidationError("The scheduled stop must come after the scheduled start.")
+    if spec.reservation is not None:
+        check_reservation(owner, spec.reservation, spec.devices)
+
+
+def check_reservation(owner, reservation: Reservation, devices: list[Device]) -> None:
+    if reservation.owner_id != owner.pk:
+        raise ValidationError("A task can only be attached to a reservation of its owner.")
+    if not reservation.holds_devices:
+        raise ValidationError(f"The reservation {reservation} is cancelled.")
+    booked = set(reservation.devices.values_list("pk", flat=True))
+    if any(d.pk not in booked for d in devices):
+        raise ValidationError(f"The reservation {reservation} does not book all the task's GPUs.")
+
+
+def _new_task(job: Job, spec: TaskSpec) -> Task:
+    env = templating.check_env(spec.env)
+    start, stop = spec.scheduled_start, spec.scheduled_stop
+    if spec.reservation is not None:  # start and stop with the reservation unless told
+        start = start or max(spec.reservation.start, timezone.now())
+        stop = stop or spec.reservation.end
+    task = Task.objects.create(
+        job=job,
+        host=spec.host,
+        template=spec.template,
+        parameters={k: str(v) for k, v in spec.parameters.items()},
+        env=env,
+        command=templating.render(spec.template, spec.parameters),
+        scheduled_start=start,
+        scheduled_stop=stop,
+        reservation=spec.reservation,
+    )
+    task.devices.set(spec.devices)
+    return task
+
+
+@transaction.atomic
+def add_task(job: Job, spec: TaskSpec) -> Task:
+    """One more pending task in an existing job, checked as ``create_job`` checks its own."""
+    check_spec(job.owner, spec)
+    return _new_task(job, spec)
+
+
+@transaction.atomic
+def create_job(owner, *, name: str, specs: list[TaskSpec], description="", template="") -> Job:
+    """A job with one task per spec; all or nothing."""
+    if not name.strip():
+        raise ValidationError("A job needs a name.")
+    if not specs:
+        raise ValidationError("A job needs at least one task.")
+    for spec in specs:
+        check_spec(owner, spec)
+    job = Job.objects.create(owner=owner, name=name, description=description, template=template)
+    for spec in specs:
+        _new_task(job, spec)
+    record("job.create", actor=owner, target=job, tasks=len(specs))
+    return job
+
+
+def grid_specs(data: dict, **schedule) -> list[TaskSpec]:
+    """One spec per combination of a grid's value lists (all, or ``samples`` of them drawn
+    with ``seed``), from the cleaned data of the grid form or of the API's grid."""
+    combos = templating.grid(data["values"], data.get("samples"), data.get("seed"))
+    return [
+        TaskSpec(
+            host=data["host"],
+            template=data["template"],
+            parameters=combo,
+            env=data["env"],
+            devices=list(data["devices"]),
+            **schedule,
+        )
+        for combo in combos
+    ]
+
+
+def spec_of(task: Task) -> TaskSpec:
+    """A task's spec again (scheduled times are not copied: they have passed)."""
+    return TaskSpec(
+        host=task.host,
+        template=task.template,
+        parameters=task.parameters,
+        env=task.env,
+        devices=list(task.devices.all()),
+    )
+
+
+def duplicate_job(job: Job, user) -> Job:
+    """A new pending copy of a job, owned by whoever duplicates it (so it runs as them)."""
+    specs = [spec_of(t) for t in job.tasks.select_related("host").prefetch_related("devices")]
+    return create_job(
+        user,
+        name=f"{job.name} (copy)",
+        specs=specs,
+        description=job.description,
+        template=job.template,
+    )
+
+
+# --- starting ------------------------------------------------------------------------------
+
+
+def check_may_run(user, task: Task) -> None:
+    """Only the owner starts a task (it runs as their account); admins cannot run as others."""
+    if user is not None and user.pk != task.job.owner_id:
+        raise PermissionDenied("Only the job's owner can start its tasks: they run as the owner.")
+
+
+def reserved_by_others(owner, devices: list[Device], at: datetime) -> list[ReservedDevice]:
+    slots = ReservedDevice.objects.filter(
+        device__in=devices, holds=True, start__lte=at, end__gt=at
+    ).exclude(reservation__owner=owner)
+    return list(slots.select_related("device__host", "reservation__owner"))
+
+
+def check_can_start(task: Task, now: datetime) -> None:
+    """The owner may use every GPU of the task now and nobody else has reserved one now."""
+    owner = task.job.owner
+    ban = active_ban(owner)
+    if ban is not None:
+        raise ValidationError(f"{owner} is banned: {ban.reason}")
+    devices = list(task.devices.select_related("host"))
+    for device in devices:
+        decision = check_access(owner, device, now, now + timedelta(minutes=1))
+        if not decision:
+            raise ValidationError(decision.reason)
+    taken = reserved_by_others(owner, devices, now)
+    if taken:
+        slot = taken[0]
+        raise ValidationError(
+            f"{slot.device} is reserved by {slot.reservation.owner} until "
+            f"{timezone.localtime(slot.end):%Y-%m-%d %H:%M}."
+        )
+    if task.reservation is not None:
+        check_reservation(owner, task.reservation, devices)
+
+
+def unix_name(task: Task) -> str:
+    name = profile_for(task.job.owner).unix_username_for(task.host)
+    if not name:
+        raise ValidationError(
+            f"{task.job.owner} has no UNIX account name for {task.host}: set it on the profile."
+        )
+    return name
+
+
+def task_env(task: Task) -> dict[str, str]:
+    """The task's environment, with its GPUs (in nvidia-smi's PCI bus order, by UUID)."""
+    # Sorted here, not by the database, so pages that prefetch the devices ask nothing more.
+    uuids = [d.uuid for d in sorted(task.devices.all(), key=lambda d: d.index)]
+    gpu_env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": ",".join(uuids)}
+    return {**gpu_env, **task.env}
+
+
+def planned_argv(task: Task) -> list[str]:
+    """The argv that starting this task sends to its host (shown on the task's page)."""
+    return remote.spawn_argv(task.session_name, task.command, task_env(task))
+
+
+def spawn_task(task: Task, user) -> Task:
+    """Start a pending task in a detached screen session on its host, as the owner.
+
+    ``user`` is who asks (None for the scheduler); refusals raise and change nothing.
+    """
+    check_may_run(user, task)
+    if task.status != Task.Status.PENDING:
+        raise ValidationError(
+            f"Task {task.pk} is {task.get_status_display().lower()}, not pending."
+        )
+    now = timezone.now()
+    check_can_start(task, now)
+    username = unix_name(task)
+    argv = planned_argv(task)
+    claimed = Task.objects.filter(pk=task.pk, status=Task.Status.PENDING).update(
+        status=Task.Status.STARTING,
+        unix_username=username,
+        argv=argv,
+        error="",
+        screen_session=task.session_name,
+        started_at=now,  # when the start was claimed: a start older than the timeout died
+    )
+    if not claimed:
+        raise ValidationError(f"Task {task.pk} was started by someone else just now.")
+    record(
+        "job.run_as",
+        actor=user,
+        target=task,
+        unix_user=username,
+        host=task.host.name,
+        command=task.command,
+        env=task_env(task),
+    )
+    try:
+        spawned = remote.spawn(task.host, username, argv)
+    except remote.RemoteError as exc:
+        _finish(task, Task.Status.FAILED, error=str(exc))
+        raise ValidationError(f"Task {task.pk} could not start: {exc}") from None
+    Task.objects.filter(pk=task.pk, status=Task.Status.STARTING).update(
+        status=Task.Status.RUNNING,
+        pid=spawned.pid,
+        log_path=spawned.log_path,
+        started_at=now,
+    )
+    task.refresh_from_db()
+    return task
+
+
+def _finish(task: Task, status: str, **fields) -> bool:
+    """Mark an active task ended; False if it had already ended (someone else saw it first)."""
+    fields.setdefault("ended_at", timezone.now())
+    done = Task.objects.filter(pk=task.pk, status__in=Task.ACTIVE).update(status=status, **fields)
+    return done == 1
+
+
+# --- stopping ------------------------------------------------------------------------------
+
+
+def check_may_stop(user, task: Task) -> None:
+    """The owner and admins may stop a task; the signal is sent as the owner's account."""
+    if user is not None and not can(user, "change", task):
+        raise PermissionDenied("Only the job's owner or an admin can stop its tasks.")
+
+
+def signal_task(task: Task, user, action: str, kill_after: float | None = None) -> Task:
+    """Send SIGINT/SIGTERM/SIGKILL (action interrupt/terminate/kill) to the task's processes.
+
+    ``kill_after``: seconds after which the workers send SIGKILL if it still runs.
+    """
+    if action not in SIGNALS:
+        raise ValidationError(f"Unknown action {action!r}: use one of {', '.join(SIGNALS)}.")
+    check_may_stop(user, task)
+    if task.status not in (Task.Status.RUNNING, Task.Status.STOPPING) or not task.pid:
+        raise ValidationError(
+            f"Task {task.pk} is {task.get_status_display().lower()}: nothing to stop."
+        )
+    try:
+        remote.send_signal(task.host, task.unix_username, SIGNALS[action], [task.pid])
+    except remote.RemoteError as exc:
+        raise ValidationError(str(exc)) from None
+    now = timezone.now()
+    kill_at = now + timedelta(seconds=kill_after) if kill_after is not None else None
+    Task.objects.filter(pk=task.pk, status__in=Task.ACTIVE).update(
+        status=Task.Status.STOPPING,
+        stop_requested_at=now,
+        **({"kill_at": kill_at} if kill_at else {}),
+    )
+    record(
+        f"job.{action}",
+        actor=user,
+        target=task,
+        unix_user=task.unix_username,
+        host=task.host.name,
+        pid=task.pid,
+    )
+    task.refresh_from_db()
+    return task
+
+
+def stop_task(task: Task, user) -> Task:
+    """Graceful stop: SIGTERM now, SIGKILL after JOBS_STOP_GRACE_SECONDS if still running."""
+    return signal_task(task, user, "terminate", kill_after=settings.JOBS_STOP_GRACE_SECONDS)
+
+
+# --- synchronising -------------------------------------------------------------------------
+
+
+def sync_tasks(tasks: list[Task]) -> int:
+    """Find out which of these active tasks ended; one SSH call per host and account.
+
+    Reads only what is on the host (screen sessions and exit files), so a restarted service
+    picks up where it left off. Returns how many tasks ended. Raises RemoteError for the
+    first host that could not be asked, after doing the others.
+    """
+    groups: dict[tuple[int, str], list[Task]] = {}
+    for task in tasks:
+        groups.setdefault((task.host_id, task.unix_username), []).append(task)
+    ended, failure = 0, None
+    for (_, username), group in groups.items():
+        try:
+            states = remote.session_states(group[0].host, username, [t.session_name for t in group])
+        except remote.RemoteError as exc:
+            failure = failure or exc
+            continue
+        ended += sum(_apply_state(t, states[t.session_name]) for t in group)
+    if failure is not None:
+        raise failure
+    return ended
+
+
+def wait_for_end(task: Task, seconds: float, then: list[str] = ()) -> tuple[bool, str | None]:
+    """Wait on the host (up to ``seconds``) for the task to end, and record the end if it did:
+    (True if it did, the output of ``then`` run on the host right after the end, or None).
+    False if it had not ended: only a sync tells whether its session died without an exit
+    code."""
+    state, then_out = remote.wait_for_exit(
+        task.host, task.unix_username, task.session_name, seconds, then
+    )
+    return (state is not None and _apply_state(task, state)), then_out
+
+
+def _apply_state(task: Task, state: remote.SessionState) -> bool:
+    if state.exit_code is not None:
+        # Decided from the row at update time, not from what this sync read before its SSH
+        # call: a stop requested meanwhile still makes the task "killed", not "exited 143".
+        status = Case(
+            When(stop_requested_at__isnull=False, then=Value(Task.Status.KILLED)),
+            default=Value(Task.Status.EXITED),
+        )
+        return _finish(
+            task, status, exit_code=state.exit_code, ended_at=state.ended_at or timezone.now()
+        )
+    if not state.alive:
+        return _finish(
+            task,
+            Task.Status.FAILED,
+            error="the screen session ended without an exit code "
+            "(the host restarted, or the session was killed)",
+        )
+    return False
+
+
+def interrupted_starts(host_ids=None) -> list[Task]:
+    """Tasks "starting" for longer than JOBS_START_TIMEOUT: whoever started them died (a
+    worker killed mid-start; django-q ends any task before that), between claiming the task
+    and recording its screen session."""
+    cutoff = timezone.now() - timedelta(seconds=settings.JOBS_START_TIMEOUT)
+    tasks = Task.objects.filter(status=Task.Status.STARTING, started_at__lt=cutoff)
+    if host_ids is not None:
+        tasks = tasks.filter(host_id__in=host_ids)
+    return list(tasks.select_related("host"))
+
+
+def recover_start(task: Task) -> str:
+    """Settle an interrupted start from what the host shows: a screen window that started
+    is adopted ("running"; the sync that follows finds whether it still runs); a task that
+    never started goes back to "pending", so its schedule or its queue starts it again.
+    Never twice: the host refuses a second session of the same name. Returns what it did."""
+    pid, log_path = remote.started(task.host, task.unix_username, task.session_name)
+    interrupted = Task.objects.filter(pk=task.pk, status=Task.Status.STARTING)
+    if pid is not None:
+        interrupted.update(status=Task.Status.RUNNING, pid=pid, log_path=log_path)
+        return "adopted"
+    interrupted.update(
+        status=Task.Status.PENDING,
+        started_at=None,
+        error="its start was interrupted before the program started (the process starting "
+        "it stopped); it has not run",
+    )
+    return "retried"
+
+
+def tasks_to_sync(host_ids=None):
+    tasks = Task.objects.filter(status__in=[Task.Status.RUNNING, Task.Status.STOPPING])
+    if host_ids is not None:
+        tasks = tasks.filter(host_id__in=host_ids)
+    return list(tasks.select_related("host"))
+
+
+# --- logs ----------------------------------------------------------------------------------
+
+
+def read_log(task: Task, offset: int = 0, limit: int | None = None) -> dict:
+    """A piece of the task's log: {"size", "offset", "next_offset", "text"}."""
+    if not task.log_path:
+        raise ValidationError("The task has not started: it has no log yet.")
+    limit = limit or settings.JOBS_LOG_CHUNK_BYTES
+    try:
+        size, text = remote.read_log(task.host, task.unix_username, task.log_path, offset, limit)
+    except remote.RemoteError as exc:
+        raise ValidationError(str(exc)) from None
+    offset = min(max(offset, 0), size)
+    return {"size": size, "offset": offset, "next_offset": min(size, offset + limit), "text": text}
+
+
+# --- group actions -------------------------------------------------------------------------
+
+
+def error_text(exc) -> str:
+    """A ValidationError's (or PermissionDenied's) messages as one sentence for people."""
+    return " ".join(getattr(exc, "messages", [str(exc)]))
+
+
+ACTIONS = ("spawn", "interrupt", "terminate", "kill", "stop")
+
+
+def act(task: Task, user, action: str) -> Task:
+    """One action on one task, by ``user`` (spawn runs as the owner, whoever asks)."""
+    if action == "spawn":
+        return spawn_task(task, user)
+    if action == "stop":
+        return stop_task(task, user)
+    return signal_task(task, user, action)
+
+
+def act_on(tasks, user, action: str) -> list[tuple[Task, str]]:
+    """The action on each task that it applies to; (task, "" or why not) per task.
+
+    Tasks in a state the action does not apply to (e.g. "kill" on a finished task) are
+    skipped silently: a group action means "those of these that can".
+    """
+    if action not in ACTIONS:
+        raise ValidationError(f"Unknown action {action!r}: use one of {', '.join(ACTIONS)}.")
+    wanted = (
+        {Task.Status.PENDING} if action == "spawn" else {Task.Status.RUNNING, Task.Status.STOPPING}
+    )
+    results = []
+    for task in tasks:
+        if task.status not in wanted:
+            continue
+        try:
+            act(task, user, action)
+            results.append((task, ""))
+        except (ValidationError, PermissionDenied) as exc:
+            results.append((task, error_text(exc)))
+    return results

@@ -1,0 +1,108 @@
+"""Command templates: static shell text with {name} fields filled by shell-quoted values.
+
+The static text is the user's own shell (pipes, redirections are theirs to write); every value
+put into a field is passed through ``shlex.quote``, so whatever it holds (``$(...)``,
+backticks, quotes, newlines, ``;``) reaches the program as one literal argument. Environment
+variables are never put into shell text at all: they travel as ``NAME=value`` argv items of
+``env``.
+"""
+
+import itertools
+import random
+import re
+import shlex
+import string
+
+from django.core.exceptions import ValidationError
+
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_formatter = string.Formatter()
+
+
+def fields_of(template: str) -> list[str]:
+    """The field names of a template, in order of first appearance; bad syntax is refused."""
+    names = []
+    try:
+        parsed = list(_formatter.parse(template))
+    except ValueError as exc:
+        raise ValidationError(
+            f"The template is not valid: {exc} (write {{{{ for a literal {{)."
+        ) from None
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if not NAME.match(name) or spec or conversion:
+            raise ValidationError(
+                f"{{{name}}} is not a field: fields are plain names like {{lr}} "
+                "(write {{ and }} for literal braces)."
+            )
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def render(template: str, values: dict) -> str:
+    """The template with each field replaced by its value, shell-quoted."""
+    missing = [n for n in fields_of(template) if n not in values]
+    if missing:
+        raise ValidationError(f"No value for {', '.join('{' + n + '}' for n in missing)}.")
+    out = []
+    for literal, name, _, _ in _formatter.parse(template):
+        out.append(literal)
+        if name is not None:
+            out.append(shlex.quote(str(values[name])))
+    return "".join(out)
+
+
+def check_env(env: dict) -> dict[str, str]:
+    """Environment variables as str -> str, with valid names."""
+    if not isinstance(env, dict):
+        raise ValidationError("Environment variables must be an object of NAME: value.")
+    for name in env:
+        if not NAME.match(str(name)):
+            raise ValidationError(f"{name!r} is not a valid environment variable name.")
+    return {str(k): str(v) for k, v in env.items()}
+
+
+def command_line(env: dict, command: str) -> str:
+    """How a task's command reads with its environment: what the pages show."""
+    assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    return f"{assignments} {command}".strip()
+
+
+# --- grids ---------------------------------------------------------------------------------
+
+
+def grid(values: dict[str, list], samples: int | None = None, seed: int | None = None):
+    """One dict per combination of the value lists: all of them, or ``samples`` at random.
+
+    Random samples are drawn without repetition with ``random.Random(seed)``, so the same
+    seed gives the same tasks.
+    """
+    if not values:
+        raise ValidationError("A grid needs at least one parameter with values.")
+    for name, options in values.items():
+        if not NAME.match(str(name)):
+            raise ValidationError(f"{name!r} is not a valid parameter name.")
+        if not isinstance(options, list) or not options:
+            raise ValidationError(f"Parameter {name!r} needs a non-empty list of values.")
+    names = list(values)
+    combos = [dict(zip(names, c, strict=True)) for c in itertools.product(*values.values())]
+    if samples is None:
+        return combos
+    if samples < 1:
+        raise ValidationError("The number of samples must be at least 1.")
+    return random.Random(seed).sample(combos, min(samples, len(combos)))  # noqa: S311
+
+
+def parse_value_lists(text: str) -> dict[str, list[str]]:
+    """Lines ``name: v1, v2, v3`` (or ``name = ...``) into value lists, for the grid form."""
+    values = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        match = re.match(r"\s*([^:=]+?)\s*[:=](.*)", line)
+        if not match:
+            raise ValidationError(f"Line {number}: write 'name: value1, value2'.")
+        values[match[1]] = [v.strip() for v in match[2].split(",") if v.strip()]
+    return values

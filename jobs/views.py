@@ -1,0 +1,220 @@
+"""Job pages: list, create (task rows, grid, distributed template), detail, actions, logs.
+
+Pages that show (GET) read the database only; the status of running tasks comes from the
+workers' sync. The host is reached only on request: the live log view and the download (one
+short SSH command per poll), the actions (start, stop, signals), and creating a distributed
+job (its hosts report free ports).
+"""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Prefetch
+from django.http import JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from accesscontrol.permissions import restrict
+from hiveproject.ids import MAX_ID
+
+from . import distributed, services, templating
+from .api import attach_hint, is_whole_number, log_download
+from .forms import DistributedForm, GridForm, JobForm, TaskRowFormSet
+from .models import Job, Task
+
+
+def visible_jobs(user):
+    tasks = Prefetch("tasks", queryset=Task.objects.select_related("host"))
+    return restrict(Job.objects.select_related("owner"), user, "view").prefetch_related(tasks)
+
+
+def visible_task(user, pk) -> Task:
+    tasks = restrict(Task.objects.select_related("host", "job__owner"), user, "view")
+    return get_object_or_404(tasks, pk=pk)
+
+
+def _ids(values) -> list[int]:
+    """The object ids among submitted values; others (not a number, beyond the database's
+    64 bits) name no object, so they are left out rather than refused with a 500."""
+    return [int(v) for v in values if is_whole_number(v) and int(v) <= MAX_ID]
+
+
+@login_required
+def job_list(request):
+    return render(request, "jobs/list.html", {"jobs": visible_jobs(request.user)})
+
+
+def _creation_page(request, page, form, build, rows=None):
+    """A job creation form. A valid POST creates the job that ``build(cleaned data)``
+    describes as (template, specs) and goes to it; otherwise the form again, with its errors
+    (400) and nothing saved."""
+    if request.method == "POST" and form.is_valid() and (rows is None or rows.is_valid()):
+        data = form.cleaned_data
+        try:
+            template, specs = build(data)
+            job = services.create_job(
+                request.user,
+                name=data["name"],
+                specs=specs,
+                description=data["description"],
+                template=template,
+            )
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(request, "Job created: check the commands below, then start it.")
+            return redirect("job-detail", job.pk)
+    status = 400 if request.method == "POST" else 200
+    return render(request, page, {"form": form, "rows": rows}, status=status)
+
+
+def _schedule(data) -> dict:
+    return {"scheduled_start": data["scheduled_start"], "scheduled_stop": data["scheduled_stop"]}
+
+
+@login_required
+def job_new(request):
+    """A job from task rows: each row a host, GPUs, and values for the template's fields."""
+    rows = TaskRowFormSet(request.POST or None, prefix="rows")
+
+    def build(data):
+        specs = [
+            services.TaskSpec(
+                host=row["host"],
+                template=data["template"],
+                parameters=row["parameters"],
+                env={**data["env"], **row["env"]},
+                devices=list(row["devices"]),
+                **_schedule(data),
+            )
+            for row in rows.cleaned_data
+            if row.get("host")
+        ]
+        return data["template"], specs
+
+    return _creation_page(request, "jobs/new.html", JobForm(request.POST or None), build, rows)
+
+
+@login_required
+def job_grid(request):
+    """A job with one task per combination of parameter values (or N random ones)."""
+
+    def build(data):
+        return data["template"], services.grid_specs(data, **_schedule(data))
+
+    return _creation_page(request, "jobs/grid.html", GridForm(request.POST or None), build)
+
+
+@login_required
+def job_distributed(request):
+    """A distributed training job: one task per host, ranks, master address and free ports."""
+
+    def build(data):
+        nodes = [
+            distributed.Node(host, [d for d in data["devices"] if d.host_id == host.pk])
+            for host in data["hosts"]
+        ]
+        return distributed.specs_from(request.user, data, nodes)
+
+    form = DistributedForm(request.POST or None)
+    return _creation_page(request, "jobs/distributed.html", form, build)
+
+
+@login_required
+def job_detail(request, pk):
+    job = get_object_or_404(visible_jobs(request.user), pk=pk)
+    tasks = list(job.tasks.select_related("host").prefetch_related("devices"))
+    rows = [
+        {
+            "task": t,
+            "command_line": templating.command_line(services.task_env(t), t.command),
+            "attach": attach_hint(t),
+        }
+        for t in tasks
+    ]
+    return render(
+        request,
+        "jobs/detail.html",
+        {"job": job, "rows": rows, "is_owner": job.owner_id == request.user.pk},
+    )
+
+
+@login_required
+@require_POST
+def job_action(request, pk):
+    """An action on the job's selected tasks (all of them when none is selected)."""
+    job = get_object_or_404(visible_jobs(request.user), pk=pk)
+    tasks = job.tasks.select_related("host", "job__owner")
+    chosen = request.POST.getlist("tasks")
+    if chosen:
+        tasks = tasks.filter(pk__in=_ids(chosen))
+    _report(request, list(tasks), request.POST.get("action", ""))
+    return redirect("job-detail", job.pk)
+
+
+@login_required
+@require_POST
+def jobs_action(request):
+    """An action on every task of the selected jobs (the list page's group actions)."""
+    ids = _ids(request.POST.getlist("jobs"))
+    tasks = Task.objects.filter(job__in=visible_jobs(request.user).filter(pk__in=ids))
+    _report(
+        request, list(tasks.select_related("host", "job__owner")), request.POST.get("action", "")
+    )
+    return redirect("job-list")
+
+
+def _report(request, tasks, action) -> None:
+    try:
+        results = services.act_on(tasks, request.user, action)
+    except ValidationError as exc:
+        messages.error(request, services.error_text(exc))
+        return
+    done = [t for t, error in results if not error]
+    for task, error in results:
+        if error:
+            messages.error(request, f"Task {task.pk}: {error}")
+    messages.info(request, f"{action}: {len(done)} of {len(results)} tasks it applies to.")
+
+
+@login_required
+@require_POST
+def job_duplicate(request, pk):
+    job = get_object_or_404(visible_jobs(request.user), pk=pk)
+    try:
+        copy = services.duplicate_job(job, request.user)
+    except (ValidationError, PermissionDenied) as exc:
+        messages.error(request, services.error_text(exc))
+        return redirect("job-detail", job.pk)
+    messages.success(request, "Copied: the copy runs as you. Check the commands, then start it.")
+    return redirect("job-detail", copy.pk)
+
+
+@login_required
+def task_log(request, pk):
+    """The log with live follow (the page polls task_log_piece)."""
+    task = visible_task(request.user, pk)
+    return render(request, "jobs/log.html", {"task": task, "attach": attach_hint(task)})
+
+
+@login_required
+def task_log_piece(request, pk):
+    task = visible_task(request.user, pk)
+    offset = request.GET.get("offset", "0")
+    if not is_whole_number(offset):
+        return JsonResponse({"detail": "offset must be a whole number of bytes."}, status=400)
+    try:
+        piece = services.read_log(task, int(offset))
+    except ValidationError as exc:
+        return JsonResponse({"detail": services.error_text(exc)}, status=400)
+    return JsonResponse({**piece, "status": task.status, "exit_code": task.exit_code})
+
+
+@login_required
+def task_log_download(request, pk):
+    task = visible_task(request.user, pk)
+    try:
+        return log_download(task)
+    except ValidationError as exc:
+        messages.error(request, services.error_text(exc))
+        return redirect("job-detail", task.job_id)

@@ -1,0 +1,1 @@
+"""Reservation protection: intruders on reserved GPUs are recorded and handled."""

@@ -1,0 +1,140 @@
+"""Intruders on GPUs: processes seen where they may not run, and what was done about them."""
+
+from django.conf import settings
+from django.db import models
+
+from monitoring.models import Device, Host
+from reservations.models import Reservation
+
+UNKNOWN_OWNER = "unknown owner"
+
+
+class Sighting(models.Model):
+    """A process seen where it may not run, not yet flagged: the grace period's memory.
+
+    Only for processes that may be just ending: one already running when the reservation's
+    slot began (seen in the slot's first checked probe), or any process on a GPU without a
+    reservation (strict level). Kept per (GPU, PID, UNIX owner, reservation) until it has
+    been seen in more consecutive probes than PROTECTION_GRACE_CYCLES; then it becomes a
+    Violation. A process that is gone by then is forgotten, never flagged. A process that
+    appears while a reservation is running is flagged at first sight and never has one.
+    """
+
+    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="+")
+    pid = models.PositiveIntegerField()
+    offender_unix = models.CharField(max_length=64, blank=True)
+    reservation = models.ForeignKey(
+        Reservation, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    first_seen = models.DateTimeField()
+    last_seen = models.DateTimeField()
+    cycles = models.PositiveIntegerField(default=1)
+
+    def __str__(self):
+        return f"pid {self.pid} on {self.device_id} ({self.cycles} cycles)"
+
+    def key(self) -> tuple:
+        """The same key as Violation.key() and Intrusion.key(): one process on one GPU."""
+        return (self.device_id, self.pid, self.offender_unix, self.reservation_id)
+
+
+class CheckedProbe(models.Model):
+    """The latest probe of a host that detection has checked, and the one checked before it.
+
+    This is how detection tells a process that appeared during a reservation (absent from
+    an earlier checked probe of the slot: an intruder at first sight) from one that was
+    already there when the slot began (the grace period's case). Counting checked probes
+    rather than clock time keeps that right when a loaded machine probes late.
+    """
+
+    host = models.OneToOneField(Host, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    probe_at = models.DateTimeField()
+    previous_probe_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"{self.host_id} checked at {self.probe_at}"
+
+
+class Violation(models.Model):
+    """One continuing intrusion: one process of someone else on a GPU.
+
+    Updated each cycle it is still there (``last_seen``), ended when it is gone
+    (``ended_at``). ``offender_unix`` is empty when the owner could not be resolved (a
+    container's numeric uid, a PID that ps could not see): "unknown owner", never a guess.
+    ``reservation`` is empty for unreserved use flagged by the strict level.
+    """
+
+    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="violations")
+    reservation = models.ForeignKey(
+        Reservation,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="violations",
+    )
+    reservation_owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="violations_on_my_gpus",
+    )
+    offender_unix = models.CharField("offender (UNIX)", max_length=64, blank=True)
+    offender = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="violations_committed",
+        help_text="The service user with this UNIX account on the host, if any.",
+    )
+    pid = models.PositiveIntegerField()
+    command = models.TextField(blank=True)
+    first_seen = models.DateTimeField()
+    last_seen = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-first_seen"]
+        indexes = [models.Index(fields=["ended_at"], name="violation_ended_at")]
+
+    def __str__(self):
+        return f"{self.offender_name} (pid {self.pid}) on {self.device}"
+
+    @property
+    def offender_name(self) -> str:
+        return self.offender_unix or UNKNOWN_OWNER
+
+    @property
+    def is_open(self) -> bool:
+        return self.ended_at is None
+
+    def key(self) -> tuple:
+        return (self.device_id, self.pid, self.offender_unix, self.reservation_id)
+
+
+class HandlerRun(models.Model):
+    """One handler's run for one violation: what it did, or why it failed."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        SKIPPED = "skipped", "Skipped"
+        FAILED = "failed", "Failed"
+
+    violation = models.ForeignKey(Violation, on_delete=models.CASCADE, related_name="handler_runs")
+    handler = models.CharField(max_length=200, help_text="Dotted path from VIOLATION_HANDLERS.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
+    outcome = models.CharField(max_length=255, blank=True)
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["started_at"]
+        indexes = [
+            models.Index(fields=["handler", "started_at"], name="handlerrun_handler_started")
+        ]
+
+    def __str__(self):
+        return f"{self.handler}: {self.get_status_display()}"

@@ -1,0 +1,162 @@
+"""Queue API: the signed-in user's queued jobs (admins see all), with their place in the
+queue and why they wait; POST queues a job, DELETE or POST .../cancel/ takes it out."""
+
+from django.contrib.auth.models import Group
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from accesscontrol.permissions import RestrictedViewSetMixin
+from monitoring.models import Device, Host
+
+from . import services
+from .models import QueuedJob, QueuedTask, QueueRun
+
+
+class QueuedTaskSerializer(serializers.ModelSerializer):
+    devices = serializers.PrimaryKeyRelatedField(
+        many=True, queryset=Device.objects.all(), required=False, default=list
+    )
+    host = serializers.PrimaryKeyRelatedField(
+        queryset=Host.objects.all(), required=False, allow_null=True, default=None
+    )
+    parameters = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
+    env = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
+
+    class Meta:
+        model = QueuedTask
+        fields = [
+            "template",
+            "parameters",
+            "env",
+            "kind",
+            "gpu_count",
+            "devices",
+            "host",
+            "gpu_model",
+            "min_memory_mib",
+        ]
+
+
+class QueueRunSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = QueueRun
+        fields = ["job", "opportunistic", "gpus", "started_at", "ended_at", "outcome"]
+
+
+class QueuedJobSerializer(serializers.ModelSerializer):
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    group = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    position = serializers.SerializerMethodField(
+        help_text="Place among all waiting jobs (1 = next); null when not waiting."
+    )
+    tasks = QueuedTaskSerializer(many=True, read_only=True)
+    runs = QueueRunSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = QueuedJob
+        fields = [
+            "id",
+            "name",
+            "owner",
+            "group",
+            "priority",
+            "opportunistic",
+            "requeue_on_preemption",
+            "state",
+            "position",
+            "reasons",
+            "reasons_at",
+            "stop_reason",
+            "enqueued_at",
+            "tasks",
+            "runs",
+        ]
+
+    def get_position(self, queued) -> int | None:
+        positions = self.context.get("positions")
+        if positions is None:
+            positions = services.positions()
+        return positions.get(queued.pk)
+
+
+class EnqueueSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    tasks = QueuedTaskSerializer(many=True)
+    priority = serializers.IntegerField(default=0)
+    opportunistic = serializers.BooleanField(default=False)
+    requeue_on_preemption = serializers.BooleanField(default=True)
+    group = serializers.PrimaryKeyRelatedField(
+        queryset=Group.objects.all(),
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Whose quota it counts against (default: your first group with a quota).",
+    )
+
+
+def task_request(row: dict) -> services.TaskRequest:
+    return services.TaskRequest(
+        template=row["template"],
+        kind=row.get("kind", QueuedTask.Kind.ONE_HOST),
+        gpu_count=row.get("gpu_count", 1),
+        devices=list(row.get("devices", [])),
+        host=row.get("host"),
+        gpu_model=row.get("gpu_model", ""),
+        min_memory_mib=row.get("min_memory_mib"),
+        parameters=row.get("parameters", {}),
+        env=row.get("env", {}),
+    )
+
+
+class QueuedJobViewSet(
+    RestrictedViewSetMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Queued jobs of the signed-in user (all for admins); ?state=waiting|running|... filters."""
+
+    queryset = QueuedJob.objects.select_related("owner", "group").prefetch_related(
+        "tasks__devices", "runs"
+    )
+    serializer_class = QueuedJobSerializer
+
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        wanted = self.request.query_params.get("state")
+        return queryset.filter(state=wanted) if wanted else queryset
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "positions": services.positions()}
+
+    @extend_schema(request=EnqueueSerializer, responses={201: QueuedJobSerializer})
+    def create(self, request):
+        data = EnqueueSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        data = data.validated_data
+        # A service's ValidationError / PermissionDenied become the API's 400 / 403 in
+        # hiveproject.api_errors.exception_handler.
+        queued = services.enqueue(
+            request.user,
+            name=data["name"],
+            tasks=[task_request(row) for row in data["tasks"]],
+            priority=data["priority"],
+            opportunistic=data["opportunistic"],
+            requeue_on_preemption=data["requeue_on_preemption"],
+            group=data["group"],
+        )
+        body = QueuedJobSerializer(queued, context=self.get_serializer_context()).data
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses=QueuedJobSerializer)
+    @action(detail=True, methods=["post"], serializer_class=serializers.Serializer)
+    def cancel(self, request, pk=None):
+        """Take the job out of the queue (a running one is stopped gracefully first)."""
+        queued = services.cancel(self.get_object(), request.user)
+        return Response(QueuedJobSerializer(queued, context=self.get_serializer_context()).data)
+
+    def perform_destroy(self, queued):
+        services.cancel(queued, self.request.user)

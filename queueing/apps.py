@@ -1,0 +1,10 @@
+from django.apps import AppConfig
+
+
+class QueueingConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "queueing"
+    verbose_name = "Queue"
+
+    def ready(self):
+        from . import permissions, receivers  # noqa: F401  (rules and signal receivers)

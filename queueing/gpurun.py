@@ -1,0 +1,291 @@
+"""gpurun: run a stream of commands, one per free GPU, like simple_gpu_scheduler, but through
+the service: each command becomes a task of one job (visible on the web), run in GNU screen
+on the host as the user, with CUDA_VISIBLE_DEVICES set to its GPU.
+
+One worker thread per GPU takes the next line, checks the GPU again, starts the task, waits
+for its end and takes the next line, so a GPU is reused as soon as it frees. The check, just
+before each start: nobody else has reserved the GPU now, the user may use it, and
+nvidia-smi on the host shows no process on it (our own task there has ended by then, so any
+process is someone else's). A GPU failing the check is skipped, and said so, until it passes.
+"""
+
+import threading
+from collections import deque
+from contextlib import suppress
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import connection, transaction
+from django.utils import timezone
+
+from accesscontrol.coverage import check_access
+from jobs import services as job_services
+from jobs.models import Job, Task
+from monitoring import parsers
+from monitoring.connections import pool
+from monitoring.models import Device, Host
+from monitoring.transport import TransportError
+
+from .availability import when
+
+
+class Lines:
+    """Commands as they come (a pipe, a FIFO, `tail -f`), shared by the GPU workers.
+
+    A worker takes a line only once its GPU passed the check, so a skipped GPU never holds
+    a command back; one whose GPU failed the check between the two gives the line back.
+    """
+
+    def __init__(self):
+        self.commands: deque[str] = deque()
+        self.ended = False
+        self.ready = threading.Condition()
+
+    def read(self, stream) -> None:
+        for line in iter(stream.readline, ""):
+            command = line.strip()
+            if command and not command.startswith("#"):
+                with self.ready:
+                    self.commands.append(command)
+                    self.ready.notify()
+        with self.ready:
+            self.ended = True
+            self.ready.notify_all()
+
+    def take(self, timeout: float) -> str | None:
+        """The next command; None when none came in time. Raises EOFError at the end."""
+        with self.ready:
+            if not self.commands and not self.ended:
+                self.ready.wait(timeout)
+            if self.commands:
+                return self.commands.popleft()
+            if self.ended:
+                raise EOFError
+            return None
+
+    def finished(self) -> bool:
+        with self.ready:
+            return self.ended and not self.commands
+
+    def give_back(self, command: str) -> None:
+        with self.ready:
+            self.commands.appendleft(command)
+            self.ready.notify()
+
+
+def gpu_query_argv() -> list[str]:
+    """nvidia-smi asked for every process on the host's GPUs, bounded in time on the host."""
+    limit = settings.NVIDIA_SMI_TIMEOUT
+    return [
+        "timeout",
+        "-k",
+        "2",
+        f"{limit:g}",
+        "nvidia-smi",
+        f"--query-compute-apps={','.join(parsers.APP_QUERY_FIELDS)}",
+        "--format=csv,noheader,nounits",
+    ]
+
+
+def gpu_processes(host: Host) -> list[tuple]:
+    """(gpu_uuid, pid, memory, name) of every process on the host's GPUs, asked now."""
+    result = pool.run(host, gpu_query_argv(), timeout=settings.NVIDIA_SMI_TIMEOUT + 5)
+    if not result.ok:
+        raise TransportError(f"nvidia-smi failed: {(result.stdout + result.stderr).strip()}")
+    return parsers.parse_app_query(result.stdout)
+
+
+@dataclass
+class Runner:
+    host: Host
+    owner: object
+    devices: list[Device]
+    out: object  # a writable text stream
+    name: str = "gpurun"
+    wait_per_call: float = 1.0  # seconds the host waits per call; Ctrl-C is noticed within it
+    job: Job | None = None
+    started: int = 0
+    failed: int = 0
+    running: dict = field(default_factory=dict)  # GPU index -> its task
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+    def say(self, text: str) -> None:
+        with self.lock:
+            self.out.write(text + "\n")
+            self.out.flush()
+
+    def run(self, stream) -> int:
+        lines = Lines()
+        threading.Thread(target=lines.read, args=(stream,), daemon=True).start()
+        workers = [
+            threading.Thread(target=self.work, args=(d, lines), daemon=True) for d in self.devices
+        ]
+        for worker in workers:
+            worker.start()
+        try:
+            for worker in workers:
+                while worker.is_alive():
+                    worker.join(0.5)
+        except KeyboardInterrupt:
+            self.stop_all()
+            return 130
+        job = f" (job {self.job.pk})" if self.job else ""
+        self.say(f"gpurun: {self.started} commands run, {self.failed} failed{job}")
+        return 1 if self.failed else 0
+
+    # --- one GPU ---------------------------------------------------------------------------
+
+    def work(self, device: Device, lines: Lines) -> None:
+        try:
+            said = ""
+            seen = None  # the GPU processes nvidia-smi showed right after our last task ended
+            while not self.stopping.is_set():
+                try:
+                    command = lines.take(timeout=1.0)
+                except EOFError:
+                    return
+                if command is None:
+                    continue
+                # The start itself checks reservations and access (see start()); what only
+                # the host can tell, a process that is not ours, is checked here.
+                said = self.check(device, said, self.whose_process(device, seen))
+                seen = None
+                if not said:
+                    task, refused = self.start(device, command)
+                    if task is not None:
+                        seen = self.wait_for_end(device, task)
+                        continue
+                    said = self.check(device, said, refused)
+                if said:  # another GPU may take the line while this one waits
+                    lines.give_back(command)
+                    said = self.wait_until_usable(device, said, lines)
+        finally:
+            connection.close()
+
+    def check(self, device: Device, said: str, why: str) -> str:
+        """``why`` the GPU cannot be used now ("" if it can), said once per change."""
+        if why != said:
+            self.say(
+                f"gpu {device.index} skipped: {why}" if why else f"gpu {device.index} usable again"
+            )
+        return why
+
+    def wait_until_usable(self, device: Device, said: str, lines: Lines) -> str:
+        """Check the GPU every second until it is usable, or nothing is left to run."""
+        while said and not self.stopping.wait(1.0) and not lines.finished():
+            said = self.check(device, said, self.why_not(device))
+        return said
+
+    def why_not(self, device: Device) -> str:
+        """Why the GPU cannot be used now, asking everything ("" if it can)."""
+        now = timezone.now()
+        taken = job_services.reserved_by_others(self.owner, [device], now)
+        if taken:
+            slot = taken[0]
+            return f"reserved by {slot.reservation.owner} until {when(slot.end, now)}"
+        decision = check_access(self.owner, device, now, now + timedelta(minutes=1))
+        if not decision:
+            return decision.reason
+        return self.whose_process(device)
+
+    def whose_process(self, device: Device, seen: str | None = None) -> str:
+        """Which process (not ours: ours have ended) is on the GPU; "" if none. ``seen`` is
+        nvidia-smi's answer if one came with the end of our last task, else it is asked now."""
+        processes = None
+        if seen is not None:
+            with suppress(parsers.ParseError):  # unreadable then: asked again below
+                processes = parsers.parse_app_query(seen)
+        try:
+            processes = gpu_processes(self.host) if processes is None else processes
+        except (TransportError, parsers.ParseError) as exc:
+            return f"cannot ask {self.host.name}: {exc}"
+        for uuid, pid, _, name in processes:
+            if uuid == device.uuid:
+                return f"process {pid} ({name or 'unknown'}) runs on it"
+        return ""
+
+    def start(self, device: Device, command: str) -> tuple[Task | None, str]:
+        """(the started task, "") or (None, why the GPU is refused now): a start refused by its
+        checks (reserved by someone else now, no access) started nothing and leaves no task."""
+        # Braces in a plain command are not template fields.
+        template = command.replace("{", "{{").replace("}", "}}")
+        spec = job_services.TaskSpec(host=self.host, template=template, devices=[device])
+        task = None
+        try:
+            task = self.add_task(spec)
+            task = job_services.spawn_task(task, self.owner)
+        except ValidationError as exc:
+            refused = task is not None and self.forget_if_pending(task)
+            if refused:
+                return None, self.why_not(device) or " ".join(exc.messages)
+            with self.lock:
+                self.failed += 1
+            self.say(f"could not start on gpu {device.index}: {' '.join(exc.messages)}: {command}")
+            return None, ""
+        with self.lock:
+            self.started += 1
+            self.running[device.index] = task
+        self.say(f"started  #{task.pk} gpu {device.index}: {command}")
+        return task, ""
+
+    def forget_if_pending(self, task: Task) -> bool:
+        """Delete a task whose start was refused before it was claimed (nothing ran)."""
+        with self.lock:
+            forgotten, _ = Task.objects.filter(pk=task.pk, status=Task.Status.PENDING).delete()
+            if forgotten and self.job is not None and not self.job.tasks.exists():
+                self.job.delete()  # its first task: the next start makes the job again
+                self.job = None
+        return bool(forgotten)
+
+    def add_task(self, spec: job_services.TaskSpec) -> Task:
+        """A new pending task; the first one creates the job."""
+        with self.lock, transaction.atomic():
+            if self.job is None:
+                self.job = job_services.create_job(
+                    self.owner,
+                    name=self.name,
+                    specs=[spec],
+                    description="Commands run by gpurun.",
+                )
+                return self.job.tasks.get()
+            return job_services.add_task(self.job, spec)
+
+    def wait_for_end(self, device: Device, task: Task) -> str | None:
+        """Wait for the task to end; what nvidia-smi showed right after, when the host's wait
+        saw the end (it asks in the same call: the next start needs it at once)."""
+        seen = None
+        while task.status not in Task.ENDED:
+            if self.stopping.is_set():
+                return None  # interrupted: stop_all stops it
+            try:
+                # The host waits for the exit file; a sync only when none came in time.
+                ended, seen = job_services.wait_for_end(
+                    task, self.wait_per_call, then=gpu_query_argv()
+                )
+                if not ended:
+                    job_services.sync_tasks([task])
+            except job_services.remote.RemoteError as exc:
+                self.say(f"cannot check #{task.pk}: {exc}")
+            task.refresh_from_db()
+        with self.lock:
+            self.running.pop(device.index, None)
+            ok = task.status == Task.Status.EXITED and task.exit_code == 0
+            self.failed += not ok
+        code = task.exit_code
+        outcome = f"exit {code}" if code is not None else task.get_status_display().lower()
+        self.say(f"finished #{task.pk} gpu {device.index} {outcome}: {task.command}")
+        return seen
+
+    def stop_all(self) -> None:
+        self.stopping.set()
+        with self.lock:
+            busy = list(self.running.values())
+        self.say(f"gpurun: interrupted, stopping {len(busy)} running tasks")
+        for task in busy:
+            try:
+                job_services.stop_task(task, self.owner)
+            except ValidationError as exc:
+                self.say(f"could not stop #{task.pk}: {' '.join(exc.messages)}")

@@ -1,0 +1,62 @@
+"""Filtering reservations by device, host, user, time range and status (API and pages)."""
+
+from datetime import datetime
+
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from accesscontrol.models import check_calendar_year, site_zone
+from hiveproject.ids import MAX_ID
+
+from .models import Reservation
+
+
+def id_list(value, field: str) -> list[int]:
+    """Ids given as "3,4" or a list; a 400 naming ``field`` for anything else."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list):
+        raise ValidationError({field: "Give a list of ids."})
+    try:
+        ids = [int(i) for i in items if str(i).strip()]
+    except (TypeError, ValueError):
+        raise ValidationError({field: "Ids are whole numbers."}) from None
+    if not all(1 <= i <= MAX_ID for i in ids):
+        raise ValidationError({field: f"Ids are whole numbers from 1 to {MAX_ID}."})
+    return ids
+
+
+def _instant(text: str, field: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValidationError({field: f"{text!r} is not an ISO 8601 date and time."}) from None
+    check_calendar_year(value, field)  # near years 1 and 9999 the query itself overflows
+    return timezone.make_aware(value, site_zone()) if timezone.is_naive(value) else value
+
+
+def _host(queryset: QuerySet, text: str) -> QuerySet:
+    if text.isdigit():
+        return queryset.filter(slots__device__host_id=id_list(text, "host")[0])
+    return queryset.filter(slots__device__host__name=text)
+
+
+def filter_reservations(queryset: QuerySet, params) -> QuerySet:
+    """Apply ?device=1,2 &host=name|id &user=name &start=… &end=… (overlap) &status=…"""
+    if params.get("device"):
+        queryset = queryset.filter(slots__device__in=id_list(params["device"], "device"))
+    if params.get("host"):
+        queryset = _host(queryset, params["host"])
+    if params.get("user"):
+        queryset = queryset.filter(owner__username=params["user"])
+    if params.get("start"):
+        queryset = queryset.filter(end__gt=_instant(params["start"], "start"))
+    if params.get("end"):
+        queryset = queryset.filter(start__lt=_instant(params["end"], "end"))
+    status = params.get("status")
+    if status:
+        if status not in Reservation.Status.values:
+            choices = ", ".join(Reservation.Status.values)
+            raise ValidationError({"status": f"{status!r} is not a status; use one of {choices}."})
+        queryset = queryset.filter(status=status)
+    return queryset.distinct()

@@ -1,0 +1,96 @@
+"""Browser tests: a real Chromium (Debian's) driven by Playwright against live_server.
+
+Sync Playwright keeps an asyncio loop in the main thread for the whole session, which
+breaks async_to_sync in the other tests, so bin/test runs this directory in its own
+pytest process (`-m browser`). Every test collected here carries the marker.
+"""
+
+import os
+import shutil
+
+import pytest
+
+from tests.realparts import require
+
+CHROMIUM = os.environ.get("HIVE_CHROMIUM", "/usr/bin/chromium")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/browser/" in str(item.fspath).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    require(shutil.which(CHROMIUM) is not None, f"Chromium not found at {CHROMIUM}")
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    # The test body talks to the ORM while Playwright's loop runs in the same thread; the
+    # ORM calls are ordinary blocking ones, so Django's async guard has nothing to protect.
+    # Set only while a browser runs: collecting this file must not change other tests.
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"]
+        )
+        yield browser
+        browser.close()
+    mp.undo()
+
+
+@pytest.fixture
+def page(chromium):
+    context = chromium.new_context(viewport={"width": 1400, "height": 900}, locale="en-GB")
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def login(page, live_server):
+    """login(username, password): sign in through the real login form."""
+
+    def sign_in(username, password):
+        page.goto(f"{live_server.url}/accounts/login/")
+        page.fill("input[name=username]", username)
+        page.fill("input[name=password]", password)
+        page.click("[type=submit]")
+        page.wait_for_load_state()
+        assert "/accounts/login/" not in page.url, "login failed"
+        return page
+
+    return sign_in
+
+
+# --- A real daphne for pages that need websockets (the live dashboard) ----------------------
+# pytest-django's live_server speaks WSGI only. This one runs the project's ASGI application
+# in a forked process on the same test database, as production's web process runs apart from
+# the workers: with no Redis, what it pushes must reach it through the database.
+from functools import partial  # noqa: E402
+
+from channels.testing.live import make_application  # noqa: E402
+from daphne.testing import DaphneProcess  # noqa: E402
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+from django.db import connections  # noqa: E402
+
+# The real sshd and fake GPUs of the monitoring tests, for browser tests of live data.
+from tests.monitoring.conftest import fake_gpu_root, gpus, sshd  # noqa: E402, F401
+
+
+@pytest.fixture(scope="session")
+def asgi_live_server(django_db_setup, django_db_blocker):
+    """The URL of a daphne serving HTTP and websockets on the test database."""
+    in_memory = any(c.vendor == "sqlite" and c.is_in_memory_db() for c in connections.all())
+    require(not in_memory, "a separate server process cannot share an in-memory SQLite database")
+    app = partial(make_application, static_wrapper=ASGIStaticFilesHandler)
+    # The fork inherits pytest-django's guard against database access outside tests.
+    server = DaphneProcess("127.0.0.1", app, setup=django_db_blocker.unblock)
+    server.start()
+    if not server.ready.wait(timeout=30):
+        server.terminate()
+        raise RuntimeError("daphne did not start listening")
+    yield f"http://127.0.0.1:{server.port.value}"
+    server.terminate()
+    server.join(timeout=10)

@@ -1,0 +1,120 @@
+"""The week calendar in a real Chromium: drag over 4 GPUs, book, see the box, clash, cancel."""
+
+from datetime import datetime, time, timedelta
+
+import pytest
+from django.utils import timezone
+
+from accesscontrol.services import ensure_default_group
+from monitoring.models import Device, Host
+from reservations.models import Reservation
+from reservations.services import create_reservation
+
+
+@pytest.fixture
+def lab(db, owner, other_user):
+    ensure_default_group()
+    host = Host.objects.create(name="node-1", address="10.0.0.1")
+    return [Device.objects.create(host=host, index=i, uuid=f"GPU-{i}") for i in range(4)]
+
+
+def tomorrow():
+    return timezone.localdate() + timedelta(days=1)
+
+
+def at(hour):
+    return datetime.combine(tomorrow(), time(hour), tzinfo=timezone.get_current_timezone())
+
+
+def open_calendar(page, live_server):
+    page.goto(f"{live_server.url}/reservations/calendar/?date={tomorrow().isoformat()}")
+    page.wait_for_selector(".ec-body .ec-grid")
+    page.wait_for_selector(".ec-bg-event.permitted")  # the feed has answered
+
+
+def point(page, gpu_index, hour, minutes=15):
+    """Viewport coordinates inside GPU ``gpu_index``'s column tomorrow at hour:minutes."""
+    day = tomorrow()
+    label = f"{day:%A}, {day.day} {day:%B %Y}, node-1:{gpu_index}"
+    column = page.locator(f'.ec-col-head span[aria-label="{label}"]').locator("..")
+    column_box, day_box = column.bounding_box(), page.locator(".ec-body .ec-grid").bounding_box()
+    y = day_box["y"] + day_box["height"] * (hour + minutes / 60) / 24  # the grid is one day
+    return column_box["x"] + column_box["width"] / 2, y
+
+
+def drag(page, start, end):
+    page.mouse.move(*start)
+    page.mouse.down()
+    page.mouse.move((start[0] + end[0]) / 2, (start[1] + end[1]) / 2, steps=5)
+    page.mouse.move(*end, steps=5)
+    page.mouse.up()
+
+
+def test_a_newcomer_books_four_gpus_for_tomorrow_in_one_drag(login, lab, live_server):
+    page = login("owner", "pw-owner-1")
+    open_calendar(page, live_server)
+    drag(page, point(page, 0, 9, 10), point(page, 3, 10, 50))
+    dialog = page.locator("#book-dialog")
+    dialog.wait_for(state="visible")
+    ticked = dialog.locator("input[name=devices]:checked")
+    assert ticked.count() == 4
+    assert dialog.locator("input[name=start]").input_value() == f"{tomorrow()}T09:00"
+    assert dialog.locator("input[name=end]").input_value() == f"{tomorrow()}T11:00"
+    dialog.locator("input[name=title]").fill("Training run")
+    dialog.locator("textarea[name=description]").fill("four GPUs")
+    dialog.locator("#book-submit").click()
+    dialog.wait_for(state="hidden")
+    box = page.locator(".ec-event.booking.mine", has_text="owner: Training run")
+    box.first.wait_for()
+    reservation = Reservation.objects.get()
+    assert reservation.owner.username == "owner" and reservation.devices.count() == 4
+    assert (reservation.start, reservation.end) == (at(9), at(11))
+    assert reservation.description == "four GPUs"
+
+
+def test_booking_an_occupied_slot_shows_the_error_and_books_nothing(
+    login, lab, live_server, other_user
+):
+    create_reservation(other_user, title="theirs", devices=lab[1:2], start=at(14), end=at(16))
+    page = login("owner", "pw-owner-1")
+    open_calendar(page, live_server)
+    page.locator(".ec-event.booking.others", has_text="other: theirs").first.wait_for()
+    # From a free GPU's column across into the booked one's (ending below its box).
+    drag(page, point(page, 0, 15, 10), point(page, 1, 16, 50))
+    dialog = page.locator("#book-dialog")
+    dialog.wait_for(state="visible")
+    assert dialog.locator("input[name=devices]:checked").count() == 2
+    dialog.locator("input[name=title]").fill("mine")
+    dialog.locator("#book-submit").click()
+    error = dialog.locator("#book-error")
+    error.wait_for(state="visible")
+    assert "already reserved by other" in error.inner_text()
+    assert Reservation.objects.count() == 1
+
+
+def test_the_owner_cancels_from_the_details(login, lab, live_server, owner):
+    reservation = create_reservation(
+        owner, title="to cancel", devices=lab[:2], start=at(9), end=at(12)
+    )
+    page = login("owner", "pw-owner-1")
+    open_calendar(page, live_server)
+    page.locator(".ec-event.booking.mine", has_text="to cancel").first.click()
+    details = page.locator("#detail-dialog")
+    details.wait_for(state="visible")
+    assert "node-1:0, node-1:1" in details.inner_text()
+    page.once("dialog", lambda confirm: confirm.accept())
+    details.locator("#detail-cancel").click()
+    details.wait_for(state="hidden")
+    page.locator(".ec-event.booking.cancelled", has_text="to cancel").first.wait_for()
+    reservation.refresh_from_db()
+    assert reservation.status == Reservation.Status.CANCELLED
+
+
+def test_others_see_details_without_cancel(login, lab, live_server, owner):
+    create_reservation(owner, title="not yours", devices=lab[:1], start=at(9), end=at(12))
+    page = login("other", "pw-other-1")
+    open_calendar(page, live_server)
+    page.locator(".ec-event.booking.others", has_text="not yours").first.click()
+    details = page.locator("#detail-dialog")
+    details.wait_for(state="visible")
+    assert details.locator("#detail-cancel").is_hidden()

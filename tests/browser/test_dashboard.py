@@ -1,0 +1,137 @@
+"""The live dashboard in a real Chromium, against a real daphne, sshd and the fake nvidia-smi.
+
+The probing cycle runs in the test process, the web server in another (as the worker and the
+web process do in production); on the embedded profile only the database joins them.
+"""
+
+import pytest
+from django.conf import settings
+
+from monitoring.connections import pool
+from monitoring.loop import ProbeLoop
+from monitoring.models import Host
+from tests.monitoring.conftest import make_host
+from tests.monitoring.test_ssh_probe import UUID0, UUID1
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def gpu_rows(util0, util1=3):
+    return [
+        f"0, {UUID0}, 40960, 1000, {util0}, 5, 41, 61.52, NVIDIA A100-SXM4-40GB",
+        f"1, {UUID1}, 40960, 2000, {util1}, 5, 43, 70.10, NVIDIA A100-SXM4-40GB",
+    ]
+
+
+def settle(loop):
+    """Run cycles until one records a probe (a first SSH login outlasts a short interval)."""
+    for _ in range(20):
+        if loop.cycle():
+            return
+    raise AssertionError("no probe finished in 20 cycles")
+
+
+@pytest.fixture
+def lab(sshd, gpus, owner):
+    """Two hosts behind the real sshd, probed once by a real loop cycle."""
+    gpus("127.0.0.2").set_gpus(gpu_rows(11))
+    gpus("127.0.0.3").set_gpus(gpu_rows(22))
+    hosts = [make_host(sshd, "node-2", "127.0.0.2"), make_host(sshd, "node-3", "127.0.0.3")]
+    loop = ProbeLoop(holder="browser-test")
+    settle(loop)
+    yield loop, hosts
+    loop.executor.shutdown(wait=True)
+    pool.close()
+
+
+def sign_in(page, url):
+    page.goto(f"{url}/accounts/login/?next=/")
+    page.fill("input[name=username]", "owner")
+    page.fill("input[name=password]", "pw-owner-1")
+    page.click("[type=submit]")
+    page.wait_for_selector("#live-state")
+
+
+def util_cell(page, host):
+    return page.locator(f"#host-{host.pk} table.gpus tbody tr").first.locator("td").nth(2)
+
+
+def test_the_dashboard_follows_a_change_on_a_host_within_one_interval(
+    asgi_live_server, lab, gpus, page
+):
+    loop, (node2, node3) = lab
+    sign_in(page, asgi_live_server)
+    page.wait_for_function("document.getElementById('live-state').textContent === 'live'")
+    assert util_cell(page, node2).inner_text() == "11"
+    assert util_cell(page, node3).inner_text() == "22"
+    assert page.locator(f"#host-{node2.pk} .disks").inner_text().startswith("Disk / ")
+    chart = f"#host-{node2.pk} .chart[data-chart=gpu_utilization] canvas"
+    page.wait_for_selector(chart)
+    before = page.eval_on_selector(chart, "c => c.toDataURL()")
+    page.evaluate("window.notReloaded = true")
+
+    gpus("127.0.0.2").set_gpus(gpu_rows(97))
+    settle(loop)  # probe, store, signal, publish: in this process, not the web server's
+    # The page polls nothing itself: the server's websocket pushes once it sees the new probe.
+    interval_ms = settings.MONITORING_INTERVAL * 1000
+    page.wait_for_function(
+        f"document.querySelector('#host-{node2.pk} table.gpus tbody td:nth-child(3)')"
+        ".textContent === '97'",
+        timeout=interval_ms + 1500,
+    )
+    assert page.evaluate("window.notReloaded === true")
+    assert util_cell(page, node3).inner_text() == "22"
+    after = page.eval_on_selector(chart, "c => c.toDataURL()")
+    assert after != before  # the chart moved
+
+
+def test_a_host_that_stops_answering_is_shown_down_live(asgi_live_server, lab, gpus, page):
+    loop, (node2, _) = lab
+    sign_in(page, asgi_live_server)
+    gpus("127.0.0.2").set_mode("fail")
+    settle(loop)
+    state = page.locator(f"#host-{node2.pk} .error")
+    state.wait_for(state="visible")
+    page.wait_for_function(
+        f"document.querySelector('#host-{node2.pk} .error').textContent.includes('nvidia-smi')"
+    )
+    assert "last seen" in page.locator(f"#host-{node2.pk} .state").inner_text()
+    gpus("127.0.0.2").set_mode("normal")
+
+
+def test_the_chosen_charts_hosts_and_order_are_remembered(asgi_live_server, lab, page):
+    _, (node2, node3) = lab
+    sign_in(page, asgi_live_server)
+    page.click("#layout-controls summary")
+    saved = "#layout-message:text('Saved.')"
+    page.uncheck("#chart-choices input[value=gpu_power]")
+    page.wait_for_selector(saved)
+    page.evaluate("document.getElementById('layout-message').textContent = ''")
+    page.click("#chart-choices li[data-chart=cpu] button.up")
+    page.wait_for_selector(saved)
+    page.evaluate("document.getElementById('layout-message').textContent = ''")
+    page.uncheck(f".host-choice[value='{node3.pk}']")
+    page.wait_for_selector(saved)
+    assert page.locator(f"#host-{node3.pk}").is_hidden()
+
+    page.reload()
+    page.wait_for_selector(f"#host-{node2.pk} .chart[data-chart=cpu]")
+    shown = page.eval_on_selector_all(
+        f"#host-{node2.pk} .chart", "charts => charts.map(c => c.dataset.chart)"
+    )
+    assert shown == ["gpu_utilization", "gpu_memory", "gpu_temperature", "cpu", "ram"]
+    assert page.locator(f"#host-{node3.pk}").is_hidden()
+    assert not page.is_checked("#chart-choices input[value=gpu_power]")
+
+
+def test_a_card_leads_to_the_host_page_with_its_hardware_and_history(asgi_live_server, lab, page):
+    _, (node2, _) = lab
+    sign_in(page, asgi_live_server)
+    page.click(f"#host-{node2.pk} h2 a")
+    page.wait_for_selector("table.hardware")
+    node2 = Host.objects.get(pk=node2.pk)
+    hardware = page.locator("table.hardware").inner_text()
+    assert node2.hardware["driver_version"] in hardware and "12.2" in hardware
+    assert "NVIDIA A100-SXM4-40GB" in page.locator("table.gpus").inner_text()
+    page.wait_for_selector("#history-message:text('points')")
+    assert page.locator("#history-chart .chart").count() == 4

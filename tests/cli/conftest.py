@@ -1,0 +1,102 @@
+"""The `hive` client against a live test server: a small lab, users, and a config per test."""
+
+import pytest
+from click.testing import CliRunner
+from django.core.cache import cache
+from hive_cli import config
+from hive_cli.main import cli
+
+from accesscontrol.services import ensure_default_group
+from apitokens.services import issue_token
+from monitoring.models import Device, Host
+
+# The real sshd, GNU screen and a node behind them, for the job commands (tests/jobs's own).
+from tests.jobs.conftest import fake_gpu_root, log_dir, node, runner, sshd  # noqa: F401
+
+
+def gpu(index, used, util):
+    return {
+        "index": index,
+        "uuid": f"GPU-{index}",
+        "name": "Tesla T4",
+        "memory_total_mib": 15360,
+        "memory_used_mib": used,
+        "utilization_gpu": util,
+        "utilization_memory": 1,
+        "temperature_c": 40 + index,
+        "power_w": None,
+    }
+
+
+# node-1's last probe: GPU 0 runs alice's training, GPUs 1 and 2 are idle.
+SNAPSHOT = {
+    "host": "node-1",
+    "reachable": True,
+    "error": None,
+    "gpus": [gpu(0, 9000, 97), gpu(1, 0, 0), gpu(2, 0, 0)],
+    "processes": [
+        {"gpu_uuid": "GPU-0", "pid": 4242, "user": "alice", "command": "python train.py",
+         "memory_mib": 8800},
+    ],
+    "cpu": {"utilization": 3.5, "memory_total_mib": 1000, "memory_used_mib": 100},
+}  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _fresh_throttles():
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def hive_config(tmp_path, monkeypatch):
+    """Each test has its own config file and no HIVE_* variables from outside."""
+    path = tmp_path / "config" / "gpuhive" / "config.toml"
+    monkeypatch.setenv("HIVE_CONFIG", str(path))
+    for name in ("HIVE_URL", "HIVE_TOKEN", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    return path
+
+
+@pytest.fixture
+def lab(transactional_db):
+    node1 = Host.objects.create(
+        name="node-1", address="10.0.0.1", status=Host.Status.UP, last_snapshot=SNAPSHOT
+    )
+    node2 = Host.objects.create(
+        name="node-2", address="10.0.0.2", status=Host.Status.UNREACHABLE, last_error="timed out"
+    )
+    gpus = [
+        Device.objects.create(host=node1, index=i, uuid=f"GPU-{i}", name="Tesla T4",
+                              memory_total_mib=15360)
+        for i in range(3)
+    ]  # fmt: skip
+    gpus.append(Device.objects.create(host=node2, index=0, uuid="GPU-X", name="A100"))
+    return gpus
+
+
+@pytest.fixture
+def bookable(lab, owner, other_user, admin_user):
+    ensure_default_group()
+    return lab
+
+
+@pytest.fixture
+def hive(live_server):
+    """hive(*args, input=None, color=False) -> click Result, run in this process."""
+
+    def run(*args, input=None, color=False):
+        return CliRunner().invoke(cli, list(args), input=input, color=color)
+
+    return run
+
+
+@pytest.fixture
+def signed_in(live_server):
+    """signed_in(user): the config file holds a fresh token of that user."""
+
+    def sign(user):
+        secret = issue_token(user, f"cli test {user}")[1]
+        config.save(config.Config(url=live_server.url, token=secret, username=user.username))
+        return secret
+
+    return sign

@@ -1,0 +1,202 @@
+"""Tasks run for real in GNU screen through the test sshd: start, log, exit code, signals."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
+
+from audit.models import AuditEvent
+from jobs import services
+from jobs.models import Task
+from jobs.services import TaskSpec
+
+from .conftest import wait_for
+
+# Prints a line per tick, traps nothing: the default action of each signal applies.
+TICKER = (
+    f"{sys.executable} -u -c 'import sys, time\n"
+    "for i in range(int(sys.argv[1])):\n"
+    '    print("tick", i); time.sleep(0.2)\n'
+    "sys.exit(int(sys.argv[2]))' {ticks} {code}"
+)
+
+
+def make_task(owner, host, template, devices=(), **parameters) -> Task:
+    spec = TaskSpec(host=host, template=template, parameters=parameters, devices=list(devices))
+    return services.create_job(owner, name="t", specs=[spec]).tasks.get()
+
+
+def synced(task) -> Task:
+    services.sync_tasks([Task.objects.select_related("host").get(pk=task.pk)])
+    task.refresh_from_db()
+    return task
+
+
+def screen_sessions() -> str:
+    return subprocess.run(["screen", "-ls"], capture_output=True, text=True).stdout
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def children_of(pid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-g", str(pid)], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split() if int(p) != pid]
+
+
+def test_it_runs_a_task_and_records_its_exit_code(runner, node, log_dir, settings):
+    task = make_task(runner, node, TICKER, devices=node.devices.all(), ticks=15, code=3)
+    task = services.spawn_task(task, runner)
+    assert task.status == Task.Status.RUNNING
+    assert task.pid and task.screen_session == f"{settings.JOBS_SESSION_PREFIX}-{task.pk}"
+    assert f".{task.screen_session}\t" in screen_sessions()
+    log = Path(task.log_path)
+    assert log.parent == log_dir
+    first = wait_for(lambda: log.read_text().count("tick"))
+    later = wait_for(lambda: log.read_text().count("tick") > first and log.read_text())
+    assert "tick" in later  # the log grows while it runs
+    assert synced(task).status == Task.Status.RUNNING
+    assert wait_for(lambda: synced(task).status == Task.Status.EXITED)
+    assert task.exit_code == 3 and task.ended_at is not None
+    assert "tick 14" in log.read_text()
+    event = AuditEvent.objects.get(action="job.run_as")
+    assert event.detail["unix_user"] == task.unix_username and event.actor == runner
+
+
+def test_the_task_sees_its_gpus_and_environment(runner, node, log_dir):
+    gpus = list(node.devices.order_by("index"))
+    spec = TaskSpec(
+        host=node,
+        template='echo "$CUDA_DEVICE_ORDER $CUDA_VISIBLE_DEVICES $RUN_NAME"',
+        env={"RUN_NAME": "a b $(id)"},
+        devices=gpus[1:],
+    )
+    task = services.create_job(runner, name="env", specs=[spec]).tasks.get()
+    task = services.spawn_task(task, runner)
+    assert wait_for(lambda: synced(task).status == Task.Status.EXITED)
+    assert Path(task.log_path).read_text() == "PCI_BUS_ID GPU-1-uuid a b $(id)\n"
+
+
+@pytest.mark.parametrize(
+    ("action", "code"), [("interrupt", 130), ("terminate", 143), ("kill", 137)]
+)
+def test_each_signal_really_stops_the_process(runner, node, action, code):
+    task = services.spawn_task(make_task(runner, node, TICKER, ticks=600, code=0), runner)
+    assert wait_for(lambda: children_of(task.pid))
+    workers = children_of(task.pid)
+    task = services.signal_task(task, runner, action)
+    assert task.status == Task.Status.STOPPING
+    assert wait_for(lambda: synced(task).status == Task.Status.KILLED)
+    # sh reports a command killed by signal N as 128+N (Python's SIGINT handler: 130 too)
+    assert task.exit_code == code
+    assert wait_for(lambda: not any(process_alive(p) for p in workers))
+    assert AuditEvent.objects.filter(action=f"job.{action}", actor=runner).exists()
+
+
+def test_a_superuser_can_stop_but_not_start_a_task_of_someone_else(runner, node, admin_user):
+    task = make_task(runner, node, TICKER, ticks=600, code=0)
+    with pytest.raises(PermissionDenied):
+        services.spawn_task(task, admin_user)
+    task.refresh_from_db()
+    assert task.status == Task.Status.PENDING and not task.argv
+    task = services.spawn_task(task, runner)
+    services.signal_task(task, admin_user, "terminate")
+    assert wait_for(lambda: synced(task).status == Task.Status.KILLED)
+
+
+def test_another_user_can_neither_start_nor_stop(runner, node, other_user):
+    task = make_task(runner, node, TICKER, ticks=600, code=0)
+    with pytest.raises(PermissionDenied):
+        services.spawn_task(task, other_user)
+    task = services.spawn_task(task, runner)
+    with pytest.raises(PermissionDenied):
+        services.signal_task(task, other_user, "kill")
+    services.signal_task(task, runner, "kill")
+    assert wait_for(lambda: synced(task).status == Task.Status.KILLED)
+
+
+def test_a_task_that_cannot_start_says_why_and_fails(runner, node, settings):
+    settings.JOBS_LOG_DIR = "/proc/no-such-dir/logs"
+    task = make_task(runner, node, "true")
+    with pytest.raises(ValidationError, match="could not start"):
+        services.spawn_task(task, runner)
+    task.refresh_from_db()
+    assert task.status == Task.Status.FAILED and "screen session" in task.error
+
+
+def test_the_log_is_followed_from_an_offset(client, runner, node):
+    task = services.spawn_task(make_task(runner, node, TICKER, ticks=12, code=0), runner)
+    client.force_login(runner)
+    url = f"/jobs/tasks/{task.pk}/log.json"
+    first = wait_for(lambda: (p := client.get(url).json())["text"] and p)
+    assert wait_for(lambda: synced(task).status == Task.Status.EXITED)
+    rest = client.get(f"{url}?offset={first['next_offset']}").json()
+    assert first["text"] + rest["text"] == Path(task.log_path).read_text()
+    assert rest["next_offset"] == rest["size"] and rest["exit_code"] == 0
+    assert client.get(f"{url}?offset=-1").status_code == 400
+
+
+def test_a_gpu_reserved_by_someone_else_now_is_refused(runner, node, other_user):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from reservations.models import Reservation, ReservedDevice
+
+    now, gpu = timezone.now(), node.devices.get(index=0)
+    booking = Reservation.objects.create(
+        owner=other_user,
+        title="theirs",
+        start=now - timedelta(minutes=5),
+        end=now + timedelta(hours=1),
+    )
+    ReservedDevice.objects.create(
+        reservation=booking, device=gpu, start=booking.start, end=booking.end
+    )
+    task = make_task(runner, node, "true", devices=[gpu])
+    with pytest.raises(ValidationError, match="reserved by other"):
+        services.spawn_task(task, runner)
+    task.refresh_from_db()
+    assert task.status == Task.Status.PENDING and not AuditEvent.objects.filter(action="job.run_as")
+    free = make_task(runner, node, "true", devices=[node.devices.get(index=1)])
+    assert services.spawn_task(free, runner).status == Task.Status.RUNNING
+
+
+def test_gpus_the_owner_may_not_use_are_refused(runner, node):
+    from accesscontrol.services import ban_user
+
+    task = make_task(runner, node, "true", devices=node.devices.all())
+    ban_user(runner, "hogging GPUs")
+    with pytest.raises(ValidationError, match="hogging GPUs"):
+        services.spawn_task(task, runner)
+    task.refresh_from_db()
+    assert task.status == Task.Status.PENDING
+
+
+def test_a_task_attached_to_a_reservation_starts_and_stops_with_it(runner, node):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from reservations.models import Reservation, ReservedDevice
+
+    now, gpu = timezone.now(), node.devices.get(index=0)
+    start, end = now + timedelta(hours=1), now + timedelta(hours=3)
+    booking = Reservation.objects.create(owner=runner, title="mine", start=start, end=end)
+    ReservedDevice.objects.create(reservation=booking, device=gpu, start=start, end=end)
+    spec = TaskSpec(host=node, template="true", devices=[gpu], reservation=booking)
+    task = services.create_job(runner, name="booked", specs=[spec]).tasks.get()
+    assert (task.scheduled_start, task.scheduled_stop) == (start, end)
+    other_gpu = TaskSpec(
+        host=node, template="true", devices=[node.devices.get(index=1)], reservation=booking
+    )
+    with pytest.raises(ValidationError, match="does not book all"):
+        services.create_job(runner, name="not booked", specs=[other_gpu])

@@ -1,0 +1,172 @@
+"""gpurun and hypersearch: commands from a stream run on free GPUs of a host behind the real
+sshd, in real screen sessions, recorded as one job; GPUs reserved or busy are skipped."""
+
+import io
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from jobs.models import Job, Task
+
+from .conftest import reserve, soon, wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def gpurun(stdin, gpus="0,1", host="node-2", user="owner") -> tuple[str, int]:
+    out = io.StringIO()
+    try:
+        call_command("gpurun", gpus=gpus, host=host, user=user, stdin=stdin, stdout=out)
+        code = 0
+    except CommandError as exc:
+        code = exc.returncode
+        out.write(f"error: {exc}\n")
+    return out.getvalue(), code
+
+
+def lines_with(output: str, word: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith(word)]
+
+
+def test_each_line_runs_on_a_free_gpu_and_is_recorded_as_one_job(runner, real_nodes):
+    commands = "".join(f"echo run {i} $CUDA_VISIBLE_DEVICES\n" for i in range(5)) + "exit 3\n"
+    output, code = gpurun(io.StringIO(commands))
+    assert len(lines_with(output, "started")) == 6 and len(lines_with(output, "finished")) == 6
+    assert "exit 3: exit 3" in output and output.count(" exit 0: ") == 5
+    assert code == 1 and "gpurun: 6 commands run, 1 failed" in output
+    job = Job.objects.get()
+    assert job.owner == runner and job.tasks.count() == 6
+    gpus = {t.devices.get().uuid for t in job.tasks.all()}
+    assert gpus == {"GPU-node-2-0", "GPU-node-2-1"}
+    for task in job.tasks.filter(command__startswith="echo"):
+        assert task.status == Task.Status.EXITED
+        log = open(task.log_path).read()
+        assert log.strip().endswith(task.devices.get().uuid)  # CUDA_VISIBLE_DEVICES is its GPU
+
+
+def feeding(write_end: int):
+    """A writer for the pipe gpurun reads, line by line, as a FIFO or `tail -f` would."""
+    stream = os.fdopen(write_end, "w", buffering=1)
+    return stream
+
+
+def test_a_gpu_reserved_mid_run_is_skipped_from_then_on(runner, other_runner, real_nodes):
+    node2, _ = real_nodes
+    read_end, write_end = os.pipe()
+    feed = feeding(write_end)
+    result = {}
+    reader = os.fdopen(read_end)
+    thread = threading.Thread(target=lambda: result.update(out=gpurun(reader)))
+    thread.start()
+    feed.write("sleep 1\nsleep 1\n")
+    assert wait_for(lambda: Task.objects.filter(status=Task.Status.RUNNING).count() == 2)
+    reserve(other_runner, [node2.devices.get(index=1)], soon(-1), soon(60))
+    for i in range(3):
+        feed.write(f"echo after {i}\n")
+    feed.close()
+    thread.join(120)
+    output, code = result["out"]
+    assert code == 0, output
+    assert "gpu 1 skipped: reserved by other until" in output
+    after = Task.objects.filter(command__startswith="echo after")
+    assert after.count() == 3
+    assert {t.devices.get().index for t in after} == {0}
+
+
+def test_a_gpu_with_a_foreign_process_is_skipped(runner, real_nodes, gpus, real_processes):
+    squatter = real_processes(["sleep", "60"])
+    gpus("127.0.0.2").set_processes([f"GPU-node-2-0, {squatter.pid}, 500, sleep"])
+    output, code = gpurun(io.StringIO("true\ntrue\n"))
+    assert code == 0
+    assert f"gpu 0 skipped: process {squatter.pid} (sleep) runs on it" in output
+    assert {t.devices.get().index for t in Task.objects.all()} == {1}
+
+
+def test_lines_arriving_slowly_start_as_they_come(runner, real_nodes):
+    read_end, write_end = os.pipe()
+    feed = feeding(write_end)
+    result = {}
+    reader = os.fdopen(read_end)
+    thread = threading.Thread(target=lambda: result.update(out=gpurun(reader, gpus="0")))
+    thread.start()
+    feed.write("echo first\n")
+    assert wait_for(lambda: Task.objects.filter(status=Task.Status.EXITED).count() == 1, 60)
+    time.sleep(0.5)
+    assert thread.is_alive()  # still reading: the stream has not ended
+    feed.write("echo second\n")
+    feed.close()
+    thread.join(60)
+    assert result["out"][1] == 0 and Task.objects.count() == 2
+
+
+def test_bad_arguments_are_refused_clearly(runner, real_nodes):
+    for kwargs, message in [
+        ({"gpus": "0,7"}, "node-2 has no GPU 7 (GPUs: 0, 1)"),
+        ({"gpus": "a"}, "--gpus takes GPU indices"),
+        ({"host": "nowhere"}, "no host named 'nowhere'"),
+        ({"user": "nobody"}, "no user named 'nobody'"),
+    ]:
+        with pytest.raises(CommandError, match=re.escape(message)):
+            call_command(
+                "gpurun",
+                **{"gpus": "0", "host": "node-2", "user": "owner", **kwargs},
+                stdin=io.StringIO("true\n"),
+                stdout=io.StringIO(),
+            )
+    assert not Task.objects.exists()
+
+
+def test_hypersearch_prints_quoted_commands_for_gpurun(db):
+    grid = _hypersearch(
+        "python train.py --lr {lr} --name {name}",
+        "-p",
+        "lr",
+        "0.1",
+        "0.01",
+        "-p",
+        "name",
+        "a b",
+        "$(id)",
+    )
+    assert grid.splitlines() == [
+        "python train.py --lr 0.1 --name 'a b'",
+        "python train.py --lr 0.1 --name '$(id)'",
+        "python train.py --lr 0.01 --name 'a b'",
+        "python train.py --lr 0.01 --name '$(id)'",
+    ]
+    # The same seed draws the same sample, so a search can be repeated.
+    sampled = "x {a} {b}", "-p", "a", "1", "2", "3", "-p", "b", "4", "5", "--samples", "2"
+    sample = _hypersearch(*sampled, "--seed", "7")
+    again = _hypersearch(*sampled, "--seed", "7")
+    assert len(sample.splitlines()) == 2 and sample == again
+    with pytest.raises(CommandError, match=re.escape("No value for {b}")):
+        _hypersearch("x {a} {b}", "-p", "a", "1")
+
+
+def test_hypersearch_piped_into_gpurun_in_a_shell(runner, real_nodes, settings):
+    """The two commands as a user types them: `hypersearch ... | gpurun ...`."""
+    env = {**os.environ, "HIVE_DATA_DIR": str(settings.HIVE_DATA_DIR)}
+    search = subprocess.run(
+        [sys.executable, "manage.py", "hypersearch", "echo {x}", "-p", "x", "1", "2"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        cwd=ROOT,
+    )
+    output, code = gpurun(io.StringIO(search.stdout))
+    assert code == 0 and len(lines_with(output, "finished")) == 2
+
+
+def _hypersearch(*args) -> str:
+    out = io.StringIO()
+    call_command("hypersearch", *args, stdout=out)
+    return out.getvalue()
