@@ -17,6 +17,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import DjangoModelPermissions, IsAuthenticated
 from rest_framework.response import Response
 
+from hiveproject.ids import IdField
 from monitoring.models import Device
 
 from .coverage import active_ban, coverage_map
@@ -46,6 +47,7 @@ class WindowSerializer(serializers.ModelSerializer):
 
 
 class GrantSerializer(serializers.ModelSerializer):
+    serializer_related_field = IdField  # users, groups, hosts and devices by whole-number id
     windows = WindowSerializer(many=True, required=False)
 
     class Meta:
@@ -154,11 +156,9 @@ class AccessQuery(serializers.Serializer):
 
     start = serializers.CharField(required=False)
     end = serializers.CharField(required=False)
-    device = serializers.PrimaryKeyRelatedField(queryset=Device.objects.all(), required=False)
-    user = serializers.PrimaryKeyRelatedField(
-        queryset=get_user_model().objects.all(), required=False
-    )
-    group = serializers.PrimaryKeyRelatedField(queryset=Group.objects.all(), required=False)
+    device = IdField(queryset=Device.objects.all(), required=False)
+    user = IdField(queryset=get_user_model().objects.all(), required=False)
+    group = IdField(queryset=Group.objects.all(), required=False)
 
     def validate(self, attrs):
         attrs["start"] = parse_instant("start", attrs.get("start"))

@@ -12,7 +12,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from accesscontrol.permissions import RestrictedViewSetMixin, can
-from hiveproject.ids import MAX_ID
+from hiveproject.ids import MAX_ID, IdField
 from monitoring.models import Device, Host
 from reservations.models import Reservation
 
@@ -79,18 +79,14 @@ class JobSerializer(serializers.ModelSerializer):
 
 
 class TaskRowSerializer(serializers.Serializer):
-    host = serializers.PrimaryKeyRelatedField(queryset=Host.objects.all())
-    devices = serializers.PrimaryKeyRelatedField(
-        many=True, queryset=Device.objects.all(), required=False, default=list
-    )
+    host = IdField(queryset=Host.objects.all())
+    devices = IdField(many=True, queryset=Device.objects.all(), required=False, default=list)
     template = serializers.CharField(required=False, help_text="Default: the job's template.")
     parameters = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
     env = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
     scheduled_start = serializers.DateTimeField(required=False, allow_null=True)
     scheduled_stop = serializers.DateTimeField(required=False, allow_null=True)
-    reservation = serializers.PrimaryKeyRelatedField(
-        queryset=Reservation.objects.all(), required=False, allow_null=True
-    )
+    reservation = IdField(queryset=Reservation.objects.all(), required=False, allow_null=True)
 
 
 class JobCreateSerializer(serializers.Serializer):
@@ -104,10 +100,8 @@ class GridSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
     template = serializers.CharField()
-    host = serializers.PrimaryKeyRelatedField(queryset=Host.objects.all())
-    devices = serializers.PrimaryKeyRelatedField(
-        many=True, queryset=Device.objects.all(), required=False, default=list
-    )
+    host = IdField(queryset=Host.objects.all())
+    devices = IdField(many=True, queryset=Device.objects.all(), required=False, default=list)
     values = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
     env = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
     samples = serializers.IntegerField(required=False, allow_null=True, min_value=1)
@@ -115,10 +109,8 @@ class GridSerializer(serializers.Serializer):
 
 
 class NodeSerializer(serializers.Serializer):
-    host = serializers.PrimaryKeyRelatedField(queryset=Host.objects.all())
-    devices = serializers.PrimaryKeyRelatedField(
-        many=True, queryset=Device.objects.all(), required=False, default=list
-    )
+    host = IdField(queryset=Host.objects.all())
+    devices = IdField(many=True, queryset=Device.objects.all(), required=False, default=list)
 
 
 class DistributedSerializer(serializers.Serializer):

@@ -9,7 +9,18 @@ from reservations.models import Reservation
 UNKNOWN_OWNER = "unknown owner"
 
 
-class Sighting(models.Model):
+class ProcessOnGpuKey:
+    """The identity of one intrusion: one process of one UNIX owner on one GPU, per reservation.
+
+    Shared by the stored Sighting and Violation rows; detection's Intrusion builds the same
+    tuple from live objects, so the three can be matched cycle after cycle.
+    """
+
+    def key(self) -> tuple:
+        return (self.device_id, self.pid, self.offender_unix, self.reservation_id)
+
+
+class Sighting(ProcessOnGpuKey, models.Model):
     """A process seen where it may not run, not yet flagged: the grace period's memory.
 
     Only for processes that may be just ending: one already running when the reservation's
@@ -33,10 +44,6 @@ class Sighting(models.Model):
     def __str__(self):
         return f"pid {self.pid} on {self.device_id} ({self.cycles} cycles)"
 
-    def key(self) -> tuple:
-        """The same key as Violation.key() and Intrusion.key(): one process on one GPU."""
-        return (self.device_id, self.pid, self.offender_unix, self.reservation_id)
-
 
 class CheckedProbe(models.Model):
     """The latest probe of a host that detection has checked, and the one checked before it.
@@ -55,7 +62,7 @@ class CheckedProbe(models.Model):
         return f"{self.host_id} checked at {self.probe_at}"
 
 
-class Violation(models.Model):
+class Violation(ProcessOnGpuKey, models.Model):
     """One continuing intrusion: one process of someone else on a GPU.
 
     Updated each cycle it is still there (``last_seen``), ended when it is gone
@@ -108,9 +115,6 @@ class Violation(models.Model):
     @property
     def is_open(self) -> bool:
         return self.ended_at is None
-
-    def key(self) -> tuple:
-        return (self.device_id, self.pid, self.offender_unix, self.reservation_id)
 
 
 class HandlerRun(models.Model):

@@ -8,6 +8,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from accesscontrol.permissions import RestrictedViewSetMixin
+from hiveproject.ids import IdField
 from monitoring.models import Device, Host
 
 from . import services
@@ -15,12 +16,8 @@ from .models import QueuedJob, QueuedTask, QueueRun
 
 
 class QueuedTaskSerializer(serializers.ModelSerializer):
-    devices = serializers.PrimaryKeyRelatedField(
-        many=True, queryset=Device.objects.all(), required=False, default=list
-    )
-    host = serializers.PrimaryKeyRelatedField(
-        queryset=Host.objects.all(), required=False, allow_null=True, default=None
-    )
+    devices = IdField(many=True, queryset=Device.objects.all(), required=False, default=list)
+    host = IdField(queryset=Host.objects.all(), required=False, allow_null=True, default=None)
     parameters = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
     env = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
 
@@ -87,7 +84,7 @@ class EnqueueSerializer(serializers.Serializer):
     priority = serializers.IntegerField(default=0)
     opportunistic = serializers.BooleanField(default=False)
     requeue_on_preemption = serializers.BooleanField(default=True)
-    group = serializers.PrimaryKeyRelatedField(
+    group = IdField(
         queryset=Group.objects.all(),
         required=False,
         allow_null=True,

@@ -6,6 +6,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.response import Response
 
+from hiveproject.ids import IdField
 from monitoring.models import Device
 
 from . import services
@@ -15,9 +16,7 @@ from .models import Reservation
 
 class ReservationSerializer(serializers.ModelSerializer):
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    devices = serializers.PrimaryKeyRelatedField(
-        many=True, queryset=Device.objects.select_related("host")
-    )
+    devices = IdField(many=True, queryset=Device.objects.select_related("host"))
 
     class Meta:
         model = Reservation

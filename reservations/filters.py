@@ -18,12 +18,19 @@ def id_list(value, field: str) -> list[int]:
     if not isinstance(items, list):
         raise ValidationError({field: "Give a list of ids."})
     try:
-        ids = [int(i) for i in items if str(i).strip()]
+        ids = [_whole(i) for i in items if str(i).strip()]
     except (TypeError, ValueError):
         raise ValidationError({field: "Ids are whole numbers."}) from None
     if not all(1 <= i <= MAX_ID for i in ids):
         raise ValidationError({field: f"Ids are whole numbers from 1 to {MAX_ID}."})
     return ids
+
+
+def _whole(item) -> int:
+    # int() would turn the JSON values 1.5 and true into 1: only whole numbers name an id.
+    if isinstance(item, bool) or not isinstance(item, int | str):
+        raise TypeError(item)
+    return int(item)
 
 
 def _instant(text: str, field: str) -> datetime:

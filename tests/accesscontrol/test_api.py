@@ -182,7 +182,9 @@ def test_it_reports_a_ban_at_once(client, login_as, owner, shared_grant):
         ({"start": WEEK["end"], "end": WEEK["start"]}, "end", "after the start"),
         ({"start": "2025-01-01T00:00:00Z", "end": "2026-06-01T00:00:00Z"}, "end", "366"),
         ({**WEEK, "device": 999999}, "device", "does not exist"),
-        ({**WEEK, "user": "abc"}, "user", "Incorrect type"),
+        ({**WEEK, "user": "abc"}, "user", "valid integer"),
+        ({**WEEK, "device": "1.5"}, "device", "valid integer"),
+        ({**WEEK, "group": str(10**30)}, "group", "does not exist"),
     ],
 )
 def test_it_answers_bad_queries_with_400_and_a_message(client, login_as, query, field, words):

@@ -66,6 +66,25 @@ def test_malformed_input_is_a_400_not_a_500(client, owner, body):
     assert response.status_code == 400
 
 
+@pytest.mark.parametrize("not_an_id", [1.5, True, None, [1]])
+def test_device_ids_must_be_whole_numbers(client, owner, gpus, not_an_id):
+    # int() alone would read 1.5 and true as GPU 1 and book it.
+    client.force_login(owner)
+    body = payload(gpus[:1], 10, 11) | {"devices": [gpus[0].pk, not_an_id]}
+    response = client.post("/api/reservations/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert "devices" in response.json()
+    assert not Reservation.objects.exists()
+
+
+def test_a_fractional_device_id_is_named_as_such(client, owner, gpus):
+    client.force_login(owner)
+    body = payload(gpus[:1], 10, 11) | {"devices": [1.5]}
+    response = client.post("/api/reservations/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["devices"] == ["A valid integer is required."]
+
+
 @pytest.mark.parametrize(
     ("persona", "code"), [("other_user", 403), ("owner", 204), ("admin_user", 204)]
 )

@@ -146,6 +146,14 @@ A_GPU = object()  # stands for the id of an existing GPU
         ({"title": "x", "devices": [], "start": "soon", "end": "later"}, "start"),
         ({"title": "x", "devices": [10**30], "start": "2030-01-01T09:00", "end": "x"}, "devices"),
         ({"title": "x", "devices": [A_GPU], "start": "9999-12-31T23:00", "end": "x"}, "start"),
+        (
+            {"title": "x", "devices": [A_GPU, 1.5], "start": "2030-01-01T09:00", "end": "x"},
+            "devices",
+        ),
+        (
+            {"title": "x", "devices": [A_GPU, True], "start": "2030-01-01T09:00", "end": "x"},
+            "devices",
+        ),
     ],
 )
 def test_bad_bookings_get_a_400_naming_the_field(client, owner, gpus, body, field):
