@@ -122,8 +122,9 @@ def job_distributed(request):
 
 @login_required
 def job_detail(request, pk):
-    job = get_object_or_404(visible_jobs(request.user), pk=pk)
-    tasks = list(job.tasks.select_related("host").prefetch_related("devices"))
+    # The tasks visible_jobs prefetches serve both the rows and the job's derived status.
+    job = get_object_or_404(visible_jobs(request.user).prefetch_related("tasks__devices"), pk=pk)
+    tasks = list(job.tasks.all())
     rows = [
         {
             "task": t,

@@ -1,4 +1,4 @@
-import importlib.util
+import importlib
 import signal
 import subprocess
 import sys
@@ -6,6 +6,7 @@ import time
 
 from django.apps import apps
 from django.core.management.base import BaseCommand
+from django.utils.module_loading import module_has_submodule
 
 from monitoring.loop import ensure_schedules
 
@@ -14,7 +15,7 @@ def ensure_app_schedules() -> None:
     """Schedules of the apps above monitoring (their ``schedules.ensure_schedules``), found
     by name so that monitoring imports none of them."""
     for app in apps.get_app_configs():
-        if importlib.util.find_spec(f"{app.name}.schedules") is None:
+        if not module_has_submodule(app.module, "schedules"):
             continue
         ensure = getattr(importlib.import_module(f"{app.name}.schedules"), "ensure_schedules", None)
         if ensure is not None:
