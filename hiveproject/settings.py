@@ -322,6 +322,16 @@ MONITORING_MINUTE_RETENTION_DAYS = envfloat("MONITORING_MINUTE_RETENTION_DAYS", 
 MONITORING_HOUR_RETENTION_DAYS = envfloat("MONITORING_HOUR_RETENTION_DAYS", 400)
 # Disk usage is measured for these paths on every host (absolute; missing ones are skipped).
 MONITORING_DISK_PATHS = envlist("MONITORING_DISK_PATHS", "/,/home")
+# How long a silent probing loop keeps its lease: several cycles, so one slow cycle does
+# not lose it; it is also the longest a crashed loop's successor waits to take over.
+MONITORING_LEASE_SECONDS = envfloat("MONITORING_LEASE_SECONDS", max(5 * MONITORING_INTERVAL, 10.0))
+# How long one loop task runs before the next scheduled run takes over: well inside
+# django-q2's timeout and retry, which would otherwise cut it short or start it twice.
+MONITORING_LOOP_SECONDS = envfloat(
+    "MONITORING_LOOP_SECONDS", max(min(Q_CLUSTER["timeout"], Q_CLUSTER["retry"]) - 20, 10)
+)
+# Most hosts probed at the same moment (a thread each); more hosts wait for the next cycle.
+MONITORING_PROBE_THREADS = envint("MONITORING_PROBE_THREADS", 128)
 
 # --- Access control ----------------------------------------------------------------------
 # Let people create an account by proving a UNIX account on a host (off: admins add users).

@@ -47,14 +47,12 @@ def interval() -> float:
 
 def lease_seconds() -> float:
     """How long a silent loop keeps the lease: several cycles, so a slow one is not lost."""
-    return float(getattr(settings, "MONITORING_LEASE_SECONDS", max(5 * interval(), 10.0)))
+    return float(settings.MONITORING_LEASE_SECONDS)
 
 
 def loop_seconds() -> float:
     """How long one task loops: well inside django-q2's timeout and retry (which re-run it)."""
-    cluster = getattr(settings, "Q_CLUSTER", {})
-    limit = min(cluster.get("timeout", 120), cluster.get("retry", 180)) - 20
-    return float(getattr(settings, "MONITORING_LOOP_SECONDS", max(limit, 10)))
+    return float(settings.MONITORING_LOOP_SECONDS)
 
 
 def run_probe_loop(run_for: float | None = None, handoff: bool = True) -> str:
@@ -108,7 +106,7 @@ class ProbeLoop:
     def __init__(self, holder: str | None = None):
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.interval = interval()
-        threads = getattr(settings, "MONITORING_PROBE_THREADS", 128)
+        threads = settings.MONITORING_PROBE_THREADS
         self.executor = ThreadPoolExecutor(threads, thread_name_prefix="probe")
         self.in_flight: dict[int, tuple[Host, Future]] = {}
         self.last_sample: dict[int, object] = {}

@@ -6,6 +6,7 @@ import time
 from itertools import pairwise
 
 import pytest
+from django.core import checks
 from django.utils import timezone
 from django_q.brokers import get_broker
 from django_q.models import Schedule
@@ -196,3 +197,23 @@ def test_schedules_are_created_once(db):
     funcs = sorted(Schedule.objects.values_list("func", flat=True))
     assert funcs == ["monitoring.history.run_retention", "monitoring.loop.run_probe_loop"]
     assert Activity.objects.filter(lease_expires__gt=timezone.now()).count() == 0
+
+
+def loop_timing_errors():
+    return [e.msg for e in checks.run_checks() if e.id == "monitoring.E002"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "words"),
+    [
+        ({"MONITORING_INTERVAL": 0}, "MONITORING_INTERVAL is 0"),
+        ({"MONITORING_LEASE_SECONDS": 2.0}, "must be longer than MONITORING_INTERVAL (2)"),
+        ({"MONITORING_LOOP_SECONDS": 300.0}, "below Q_TIMEOUT (120)"),
+        ({"MONITORING_PROBE_THREADS": 0}, "MONITORING_PROBE_THREADS must be at least 1"),
+    ],
+)
+def test_a_loop_timing_that_cannot_work_stops_the_start(settings, overrides, words):
+    assert loop_timing_errors() == []  # the defaults work
+    for name, value in overrides.items():
+        setattr(settings, name, value)
+    assert any(words in message for message in loop_timing_errors())
