@@ -4,6 +4,8 @@ a distributed template, actions on one task or many, logs.
 The services' ValidationError and PermissionDenied become 400 and 403 answers in the project's
 exception handler (hiveproject/api_errors.py)."""
 
+import shlex
+
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -24,7 +26,10 @@ def attach_hint(task: Task) -> str:
     """How the owner reaches the running task's terminal."""
     if not task.screen_session or task.status not in Task.ACTIVE:
         return ""
-    return f"ssh {task.unix_username}@{task.host.address} screen -x {task.screen_session}"
+    # -t: screen needs a terminal, and ssh gives a remote command none unless asked.
+    port = ["-p", str(task.host.port)] if task.host.port != 22 else []
+    login = f"{task.unix_username}@{task.host.address}"
+    return shlex.join(["ssh", "-t", *port, login, "screen", "-x", task.screen_session])
 
 
 class TaskSerializer(serializers.ModelSerializer):

@@ -1,8 +1,12 @@
 """Tasks run for real in GNU screen through the test sshd: start, log, exit code, signals."""
 
 import os
+import pty
+import select
+import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -10,6 +14,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 
 from audit.models import AuditEvent
 from jobs import services
+from jobs.api import attach_hint
 from jobs.models import Task
 from jobs.services import TaskSpec
 
@@ -69,6 +74,53 @@ def test_it_runs_a_task_and_records_its_exit_code(runner, node, log_dir, setting
     assert "tick 14" in log.read_text()
     event = AuditEvent.objects.get(action="job.run_as")
     assert event.detail["unix_user"] == task.unix_username and event.actor == runner
+
+
+def read_terminal(master: int, until: bytes, seconds: float = 20.0) -> bytes:
+    """What a terminal shows until ``until`` appears (or the time is up)."""
+    seen, deadline = b"", time.monotonic() + seconds
+    while until not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                seen += os.read(master, 4096)
+            except OSError:  # the other side closed: nothing more will come
+                break
+    return seen
+
+
+def test_the_attach_hint_attaches_to_the_running_task(runner, node, settings):
+    """The page's "Attach:" line, typed into a terminal, shows the task's output live, and
+    detaching (Ctrl-a d) leaves the task running."""
+    task = services.spawn_task(make_task(runner, node, TICKER, ticks=300, code=0), runner)
+    hint = attach_hint(Task.objects.select_related("host").get(pk=task.pk))
+    argv = shlex.split(hint)
+    assert argv[:2] == ["ssh", "-t"] and argv[-2:] == ["-x", task.screen_session]
+    # The user's own key and known_hosts stand in for the service's here.
+    options = ["-i", str(settings.SSH_KEY_PATH), "-o", "BatchMode=yes"]
+    options += ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"]
+    master, slave = pty.openpty()
+    terminal = subprocess.Popen(
+        [argv[0], *options, *argv[1:]],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        env={**os.environ, "TERM": "xterm"},
+    )
+    os.close(slave)
+    try:
+        shown = read_terminal(master, b"tick")
+        assert b"tick" in shown, shown.decode(errors="replace")
+        os.write(master, b"\x01d")  # screen's detach
+        assert terminal.wait(timeout=20) == 0
+    finally:
+        if terminal.poll() is None:
+            terminal.kill()
+        os.close(master)
+    assert synced(task).status == Task.Status.RUNNING  # detaching did not end it
+    services.act(task, runner, "kill")
+    assert wait_for(lambda: synced(task).status in Task.ENDED)
 
 
 def test_the_task_sees_its_gpus_and_environment(runner, node, log_dir):
