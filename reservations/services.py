@@ -192,18 +192,23 @@ def update_reservation(reservation: Reservation, user, **changes) -> Reservation
     check_can_change(reservation, user)
     now = timezone.now()
     devices = list(changes.pop("devices", reservation.devices.all()))
-    if reservation.start <= now:
+    # Which rules apply depends on the booking as it stands, not as edited: a future
+    # booking moved into the past must meet the full rules (and fails them).
+    started = reservation.start <= now
+    if started:
         _check_started_edit(reservation, changes, devices, now)
         check_devices(reservation.owner, devices, now, changes.get("end", reservation.end))
     for field in ("title", "description", "start", "end"):
         if field in changes:
             setattr(reservation, field, changes[field])
-    if reservation.start > now:
+    if not started:
         check_period(reservation.start, reservation.end, now, Rules.from_settings())
         check_devices(reservation.owner, devices, reservation.start, reservation.end)
     new_gpus = set(devices) != set(reservation.devices.all())
-    if new_gpus and initial_status(devices) == Reservation.Status.PENDING:
-        reservation.status = Reservation.Status.PENDING  # new GPUs: an admin decides again
+    if new_gpus and Reservation.Status.PENDING in (reservation.status, initial_status(devices)):
+        # New GPUs: an admin decides again where their hosts ask for approval, and a pending
+        # booking moved off such hosts needs nobody's approval any more.
+        reservation.status = initial_status(devices)
     reservation.save()
     _save_slots(reservation, devices)
     return reservation

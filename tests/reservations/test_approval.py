@@ -7,7 +7,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from accesscontrol.services import make_host_admin
 from monitoring.models import Device, Host
 from reservations.models import Reservation
-from reservations.services import approve_reservation, reject_reservation
+from reservations.services import approve_reservation, reject_reservation, update_reservation
 from tests.reservations.test_booking import book, tomorrow
 
 Status = Reservation.Status
@@ -108,3 +108,19 @@ def test_the_host_admin_sees_only_bookings_on_their_hosts(client, pending, host_
     client.force_login(host_admin)
     page = client.get("/admin/reservations/reservation/").content.decode()
     assert pending.title in page and other.title not in page
+
+
+def test_a_pending_booking_moved_off_the_guarded_host_is_confirmed(pending, owner, gpus):
+    update_reservation(pending, owner, devices=gpus[:2])
+    pending.refresh_from_db()
+    assert pending.status == Status.CONFIRMED
+
+
+def test_a_confirmed_booking_moved_onto_a_guarded_host_waits_again(
+    owner, gpus, guarded, everyone_may_book
+):
+    booking = book(owner, gpus[:1], tomorrow(14), tomorrow(15))
+    assert booking.status == Status.CONFIRMED
+    update_reservation(booking, owner, devices=[gpus[0], guarded[1]])
+    booking.refresh_from_db()
+    assert booking.status == Status.PENDING

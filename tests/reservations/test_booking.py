@@ -1,7 +1,7 @@
 """Booking rules, and exclusivity enforced by the database under concurrent bookings."""
 
 import threading
-from datetime import timedelta
+from datetime import time, timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -9,6 +9,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection, connections
 from django.utils import timezone
 
+from accesscontrol.models import Grant, Window
 from accesscontrol.services import ensure_default_group
 from reservations.models import Reservation, ReservedDevice
 from reservations.services import cancel_reservation, create_reservation, update_reservation
@@ -132,6 +133,52 @@ def test_a_started_booking_may_only_move_its_end(owner, gpus, everyone_may_book)
     reservation.refresh_from_db()
     assert reservation.end == start + 2 * HOUR
     assert reservation.slots.get().end == start + 2 * HOUR
+
+
+def test_a_started_booking_s_end_stays_after_now_and_within_the_maximum(
+    owner, gpus, everyone_may_book
+):
+    start = timezone.now() - timedelta(seconds=30)  # inside the start's grace minute
+    reservation = book(owner, gpus[:1], start, start + HOUR)
+    with pytest.raises(ValidationError, match="cannot be moved into the past"):
+        update_reservation(reservation, owner, end=timezone.now() - timedelta(minutes=1))
+    with pytest.raises(ValidationError, match="at most the maximum duration"):
+        update_reservation(reservation, owner, end=start + timedelta(days=8, minutes=1))
+    reservation.refresh_from_db()
+    assert reservation.end == start + HOUR
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "field", "message"),
+    [
+        (-2 * 24 * HOUR, -24 * HOUR, "start", "in the past"),
+        (-10 * timedelta(minutes=1), 2 * HOUR, "start", "in the past"),
+        (24 * HOUR, 24 * HOUR + timedelta(minutes=10), "end", "at least 30 minutes"),
+        (24 * HOUR, 24 * 10 * HOUR, "end", "at most 8 days"),
+    ],
+)
+def test_a_future_booking_edited_meets_the_same_rules_as_a_new_one(
+    owner, gpus, everyone_may_book, start, end, field, message
+):
+    reservation = book(owner, gpus[:1], tomorrow(9), tomorrow(10))
+    now = timezone.now()
+    with pytest.raises(ValidationError) as info:
+        update_reservation(reservation, owner, start=now + start, end=now + end)
+    assert message in " ".join(info.value.message_dict[field])
+    reservation.refresh_from_db()
+    assert (reservation.start, reservation.end) == (tomorrow(9), tomorrow(10))
+    assert reservation.slots.get().start == tomorrow(9)
+
+
+def test_a_future_booking_moved_outside_the_grants_is_refused(owner, gpus):
+    grant = Grant.objects.create(name="mornings", scope=Grant.Scope.ALL)
+    grant.users.add(owner)
+    Window.objects.create(grant=grant, weekdays="0123456", start=time(8), end=time(12))
+    reservation = book(owner, gpus[:1], tomorrow(9), tomorrow(10))
+    with pytest.raises(ValidationError, match="not allowed"):
+        update_reservation(reservation, owner, start=tomorrow(13), end=tomorrow(14))
+    reservation.refresh_from_db()
+    assert reservation.start == tomorrow(9)
 
 
 def test_a_finished_booking_is_read_only(owner, gpus):
