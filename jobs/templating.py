@@ -28,7 +28,9 @@ def fields_of(template: str) -> list[str]:
         raise ValidationError(
             f"The template is not valid: {exc} (write {{{{ for a literal {{)."
         ) from None
-    for _, name, spec, conversion in parsed:
+    shell = _ShellText()
+    for literal, name, spec, conversion in parsed:
+        shell.read(literal)
         if name is None:
             continue
         if not NAME.match(name) or spec or conversion:
@@ -36,9 +38,70 @@ def fields_of(template: str) -> list[str]:
                 f"{{{name}}} is not a field: fields are plain names like {{lr}} "
                 "(write {{ and }} for literal braces)."
             )
+        shell.check_field(name)
         if name not in names:
             names.append(name)
     return names
+
+
+class _ShellText:
+    """Where the shell is in the template's static text, so each field can be checked to be
+    in a place where a quoted value stays one argument.
+
+    Inside quotes the value's own quotes would close the template's (``'print("{x}")'``
+    given ``$(id)`` runs it), after a backslash its first quote would be escaped, and in a
+    here-document quotes mean nothing; such templates are refused rather than filled.
+    """
+
+    def __init__(self):
+        self.quote = ""  # "'", '"' or "$'" while inside that kind of quotes
+        self.escaped = False
+        self.angles = 0  # unquoted "<" in a row: two make a here-document, three do not
+        self.here_document = False
+
+    def read(self, text: str) -> None:
+        previous = ""
+        for char in text:
+            self._count_angles(char)
+            self._step(char, previous)
+            previous = char
+
+    def _count_angles(self, char: str) -> None:
+        if char == "<" and not self.quote and not self.escaped:
+            self.angles += 1
+            return
+        if self.angles == 2:
+            self.here_document = True
+        self.angles = 0
+
+    def _step(self, char: str, previous: str) -> None:
+        if self.escaped:
+            self.escaped = False
+        elif char == "\\" and self.quote != "'":
+            self.escaped = True
+        elif self.quote:
+            if char == self.quote[-1]:
+                self.quote = ""
+        elif char == "'":
+            self.quote = "$'" if previous == "$" else "'"
+        elif char == '"':
+            self.quote = '"'
+
+    def check_field(self, name: str) -> None:
+        where = None
+        if self.quote:
+            where = "inside quotes"
+        elif self.escaped:
+            where = "right after a backslash"
+        elif self.here_document or self.angles == 2:
+            where = "after a here-document (<<)"
+        if where:
+            raise ValidationError(
+                f"{{{name}}} is {where}: the service quotes each value itself, so a field "
+                f"must stand where a shell argument can (write --name {{{name}}}, not "
+                f'--name "{{{name}}}"). To use a value inside a quoted script, pass it as an '
+                "environment variable instead."
+            )
 
 
 def render(template: str, values: dict) -> str:

@@ -106,3 +106,41 @@ def test_bad_templates_are_refused_and_change_nothing(runner, node, template, me
 
 def test_literal_braces_are_written_doubled():
     assert templating.render("awk '{{print $1}}' {f}", {"f": "a b"}) == "awk '{print $1}' 'a b'"
+
+
+@pytest.mark.parametrize(
+    ("template", "where"),
+    [
+        ('echo "{x}"', "inside quotes"),
+        ("python -c 'print(\"{x}\")'", "inside quotes"),
+        ('sh -c "echo {x}"', "inside quotes"),
+        ("echo $'a {x}'", "inside quotes"),
+        ("echo \\{x}", "right after a backslash"),
+        ("cat <<EOF\n{x}\nEOF", "here-document"),
+    ],
+)
+def test_a_field_where_a_value_would_not_stay_one_argument_is_refused(template, where):
+    # Filled in, the value's own quotes would end the template's: $(id) would run.
+    with pytest.raises(ValidationError, match=where):
+        templating.fields_of(template)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "prog --lr={x} \"literal\" 'also literal'",
+        "awk '{{print $1}}' {x}",
+        "cat <<< {x}",
+        "sh -c 'echo \"$1\"' sh {x}",
+        "echo \\\\ {x} $(basename {x})",
+    ],
+)
+def test_fields_after_closed_quotes_and_escapes_are_arguments(template):
+    assert templating.fields_of(template) == ["x"]
+
+
+def test_a_refused_template_creates_no_job(runner, node):
+    spec = TaskSpec(host=node, template='python -c "print({x})"', parameters={"x": "1"})
+    with pytest.raises(ValidationError, match="inside quotes"):
+        services.create_job(runner, name="quoted", specs=[spec])
+    assert not Task.objects.exists()
