@@ -31,9 +31,11 @@ class TaskAdmin(RestrictedAdminMixin, admin.ModelAdmin):
     search_fields = ["job__name", "command", "screen_session"]
 
     def get_readonly_fields(self, request, obj=None):
-        return [
-            f.name for f in Task._meta.fields if f.name not in ("scheduled_start", "scheduled_stop")
-        ]
+        # Admins may schedule a stop; a start runs as the owner, so only the owner sets it.
+        editable = {"scheduled_stop"}
+        if obj is not None and obj.job.owner_id == request.user.pk:
+            editable.add("scheduled_start")
+        return [f.name for f in Task._meta.fields if f.name not in editable]
 
     def has_add_permission(self, request):
         return False

@@ -286,6 +286,11 @@ class TaskViewSet(
             raise exceptions.PermissionDenied("Only the job's owner or an admin can change it.")
         start = serializer.validated_data.get("scheduled_start", task.scheduled_start)
         stop = serializer.validated_data.get("scheduled_stop", task.scheduled_stop)
+        if serializer.validated_data.get("scheduled_start") and task.job.owner != self.request.user:
+            # A scheduled start runs as the owner: only they decide it (admins may clear it).
+            raise exceptions.PermissionDenied(
+                "Only the job's owner may schedule a start: the task would run as them."
+            )
         if "scheduled_start" in serializer.validated_data and task.status != Task.Status.PENDING:
             raise exceptions.ValidationError(
                 {"detail": "Only a pending task can be scheduled to start."}

@@ -186,3 +186,56 @@ def test_api_delete(finished, as_persona, persona, status):
     response = as_persona(persona).delete(f"/api/jobs/{finished.pk}/")
     assert response.status_code in status
     assert Job.objects.filter(pk=finished.pk).exists() == (204 not in status)
+
+
+@pytest.mark.parametrize(
+    ("persona", "status", "scheduled"),
+    [
+        ("anonymous", (401, 403), False),
+        ("owner", (200,), True),
+        ("other", (404,), False),
+        ("admin", (403,), False),
+    ],
+)
+def test_api_scheduled_start_is_for_the_owner_only(
+    finished, as_persona, persona, status, scheduled
+):
+    # The workers start a scheduled task as its owner: an admin setting the time would
+    # run someone else's command as them.
+    pending = finished.tasks.get(status=Task.Status.PENDING)
+    response = as_persona(persona).patch(
+        f"/api/tasks/{pending.pk}/",
+        {"scheduled_start": "2030-01-01T22:00:00Z"},
+        content_type="application/json",
+    )
+    assert response.status_code in status
+    pending.refresh_from_db()
+    assert (pending.scheduled_start is not None) == scheduled
+    if persona == "admin":
+        assert "Only the job's owner may schedule a start" in response.json()["detail"]
+
+
+def test_an_admin_may_clear_a_scheduled_start_and_schedule_a_stop(finished, as_persona):
+    pending = finished.tasks.get(status=Task.Status.PENDING)
+    Task.objects.filter(pk=pending.pk).update(scheduled_start="2030-01-01T22:00:00Z")
+    response = as_persona("admin").patch(
+        f"/api/tasks/{pending.pk}/",
+        {"scheduled_start": None, "scheduled_stop": "2030-01-02T06:00:00Z"},
+        content_type="application/json",
+    )
+    assert response.status_code == 200
+    pending.refresh_from_db()
+    assert pending.scheduled_start is None and pending.scheduled_stop.hour == 6
+
+
+def test_in_the_admin_only_the_owner_edits_a_scheduled_start(finished, runner, admin_user, rf):
+    from django.contrib.admin.sites import site
+
+    task = finished.tasks.get(status=Task.Status.PENDING)
+    task_admin = site._registry[Task]
+    for user, editable in ((admin_user, False), (runner, True)):
+        request = rf.get("/")
+        request.user = user
+        readonly = task_admin.get_readonly_fields(request, task)
+        assert ("scheduled_start" not in readonly) == editable
+        assert "scheduled_stop" not in readonly
