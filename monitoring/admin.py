@@ -1,10 +1,11 @@
 from django.contrib import admin, messages
-from django.db import transaction
 from django.db.models import Count, Q
 from django.utils.html import format_html
-from django_q.tasks import async_task
 
+from . import lease
 from .models import Activity, Device, Host
+
+PROBE_NOW_ACTIVITY = "probe-now"
 
 
 class DeviceInline(admin.TabularInline):
@@ -66,9 +67,17 @@ class HostAdmin(admin.ModelAdmin):
     @admin.action(description="Probe now (in the background)")
     def probe_now(self, request, queryset):
         ids = list(queryset.values_list("pk", flat=True))
-        for pk in ids:
-            transaction.on_commit(lambda pk=pk: async_task("monitoring.tasks.probe_host_now", pk))
-        self.message_user(request, f"Probe queued for {len(ids)} host(s).", messages.SUCCESS)
+        task = "monitoring.tasks.probe_host_now"
+        queued = sum(lease.enqueue(PROBE_NOW_ACTIVITY, task, pk) for pk in ids)
+        if queued < len(ids):
+            self.message_user(
+                request,
+                f"Could not queue the probe for {len(ids) - queued} host(s): the task broker "
+                "is unreachable (see Background activities).",
+                messages.ERROR,
+            )
+        if queued:
+            self.message_user(request, f"Probe queued for {queued} host(s).", messages.SUCCESS)
 
     @admin.action(description="Forget the recorded host key (trust the next one)")
     def forget_host_key(self, request, queryset):

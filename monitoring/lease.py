@@ -4,13 +4,17 @@ Works the same on SQLite and PostgreSQL, across processes and machines, with no 
 between calls: a holder that dies simply stops renewing, and its lease expires.
 """
 
+import logging
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django_q.tasks import async_task
 
 from .models import Activity
+
+log = logging.getLogger(__name__)
 
 
 def activity(name: str) -> Activity:
@@ -72,3 +76,16 @@ def _update(name: str, **fields) -> None:
     if not Activity.objects.filter(name=name).update(**fields):
         activity(name)
         Activity.objects.filter(name=name).update(**fields)
+
+
+def enqueue(name: str, func: str, *args, **options) -> bool:
+    """Hand ``func`` to the workers; if the broker cannot take it (Redis gone), record that
+    on activity ``name`` and go on, so the request or loop that asked does not fail after
+    its own work is done. True if the task was queued."""
+    try:
+        async_task(func, *args, **options)
+    except Exception as exc:
+        log.exception("queueing %s failed", func)
+        record_failure(name, f"queueing {func} failed: {exc!r}")
+        return False
+    return True

@@ -22,7 +22,6 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections, transaction
 from django.utils import timezone
 from django_q.models import Schedule
-from django_q.tasks import async_task
 
 from . import history, lease
 from .inventory import record_probe
@@ -59,8 +58,8 @@ def run_probe_loop(run_for: float | None = None, handoff: bool = True) -> str:
     """The scheduled task. Loops while it holds the lease, then hands over to a successor."""
     loop = ProbeLoop()
     summary = loop.run(run_for or loop_seconds())
-    if handoff and loop.completed:
-        async_task("monitoring.loop.run_probe_loop")
+    if handoff and loop.completed:  # if the broker cannot take it, the schedule takes over
+        lease.enqueue(LOOP_ACTIVITY, "monitoring.loop.run_probe_loop")
     return summary
 
 

@@ -1,11 +1,11 @@
 """Detection follows every monitoring cycle (no polling loop of its own)."""
 
 from django.dispatch import receiver
-from django_q.tasks import async_task
 
+from monitoring import lease
 from monitoring.signals import cycle_finished
 
-from .detection import worth_checking
+from .detection import ACTIVITY, worth_checking
 
 
 @receiver(cycle_finished, dispatch_uid="protection-check-after-cycle")
@@ -14,6 +14,5 @@ def check_after_cycle(sender, host_ids, finished_at, **kwargs):
     # One task per cycle: successes are not kept in django-q2's results (its own Activity row
     # says how the last one went); failures are.
     if host_ids and worth_checking(host_ids, finished_at):
-        async_task(
-            "protection.detection.check_hosts", list(host_ids), task_name="protection", save=False
-        )
+        task = "protection.detection.check_hosts"
+        lease.enqueue(ACTIVITY, task, list(host_ids), task_name="protection", save=False)

@@ -9,8 +9,8 @@ and rounds follow every monitoring cycle while runs are open.
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
-from django_q.tasks import async_task
 
+from monitoring import lease
 from monitoring.signals import cycle_finished
 from reservations.models import Reservation, ReservedDevice
 
@@ -25,7 +25,8 @@ def queue_has_work() -> bool:
 
 
 def queue_dispatch() -> None:
-    async_task("queueing.scheduler.dispatch", task_name="queue-dispatch")
+    # The activity is scheduler.ACTIVITY (not imported: the scheduler pulls in jobs).
+    lease.enqueue("queue-dispatch", "queueing.scheduler.dispatch", task_name="queue-dispatch")
 
 
 @receiver(cycle_finished, dispatch_uid="queue-dispatch-after-cycle")

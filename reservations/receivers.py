@@ -1,12 +1,15 @@
 """Reactions to other apps' signals."""
 
 from django.dispatch import receiver
-from django_q.tasks import async_task
 
 from accesscontrol.signals import grants_changed
+from monitoring import lease
+
+from .tasks import RECHECK_ACTIVITY
 
 
 @receiver(grants_changed)
 def recheck_after_grants_changed(sender, user_ids, reason, **kwargs):
     # Sent after commit, inside the admin's request: hand the work to the workers.
-    async_task("reservations.tasks.recheck_reservations", sorted(user_ids), reason)
+    task = "reservations.tasks.recheck_reservations"
+    lease.enqueue(RECHECK_ACTIVITY, task, sorted(user_ids), reason)

@@ -24,7 +24,6 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 from django.utils.module_loading import import_string
-from django_q.tasks import async_task
 
 from monitoring import lease
 
@@ -114,17 +113,8 @@ def _last_runs(violations, names) -> dict[tuple[int, str], object]:
 
 
 def _enqueue(index: int, name: str, violation_ids: list[int]) -> None:
-    try:
-        async_task(
-            "protection.handlers.run_handler",
-            index,
-            name,
-            violation_ids,
-            task_name=f"protection: {name}"[:100],
-        )
-    except Exception as exc:  # a broker hiccup must not pass silently
-        log.exception("protection: queueing %s failed", name)
-        lease.record_failure(ACTIVITY, f"queueing {name} failed: {exc!r}")
+    task = "protection.handlers.run_handler"
+    lease.enqueue(ACTIVITY, task, index, name, violation_ids, task_name=f"protection: {name}"[:100])
 
 
 # --- running (the django-q2 task) ------------------------------------------------------------

@@ -1,4 +1,6 @@
-"""Redis disappears: the loop keeps probing and recording, notes the failed push, pages serve."""
+"""Redis disappears: the loop keeps probing and recording, notes the failed push, pages serve;
+with the task broker gone too, requests that hand work to the workers still succeed and the
+lost hand-over is recorded where admins look."""
 
 import pytest
 
@@ -44,3 +46,54 @@ def test_pages_and_the_api_serve_without_redis(redis_gone, client, owner):
     client.force_login(owner)
     assert client.get("/").status_code == 200
     assert client.get("/api/devices/").status_code == 200
+
+
+@pytest.fixture
+def broker_gone(monkeypatch):
+    """django-q2's broker is a Redis where nothing listens (the production profile's broker,
+    stopped). Conf is read once at import, so it is patched rather than the settings."""
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "ORM", None)
+    monkeypatch.setattr(Conf, "REDIS", f"redis://127.0.0.1:{free_port()}/0")
+    monkeypatch.setattr(Conf, "SYNC", False)
+
+
+def test_a_booking_succeeds_and_the_lost_queue_round_is_recorded(broker_gone, client, owner):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from accesscontrol.services import ensure_default_group
+    from monitoring.models import Device
+    from queueing.services import TaskRequest, enqueue
+    from reservations.models import Reservation
+
+    ensure_default_group()
+    host = Host.objects.create(name="node-1", address="10.0.0.1")
+    gpu = Device.objects.create(host=host, index=0, uuid="GPU-0")
+    enqueue(owner, name="waits", tasks=[TaskRequest(template="true")])  # the queue has work
+    start = (timezone.now() + timedelta(days=1)).replace(microsecond=0)
+    client.force_login(owner)
+    body = {"title": "run", "devices": [gpu.pk], "start": start.isoformat()}
+    body["end"] = (start + timedelta(hours=1)).isoformat()
+    response = client.post("/api/reservations/", body, content_type="application/json")
+    assert response.status_code == 201, response.content
+    assert Reservation.objects.filter(title="run").exists()
+    activity = Activity.objects.get(name="queue-dispatch")
+    assert "queueing queueing.scheduler.dispatch failed" in activity.last_error
+
+
+def test_probe_now_in_the_admin_says_the_broker_is_unreachable(broker_gone, client, admin_user):
+    from monitoring.admin import PROBE_NOW_ACTIVITY
+
+    host = Host.objects.create(name="node-1", address="10.0.0.1")
+    client.force_login(admin_user)
+    response = client.post(
+        "/admin/monitoring/host/",
+        {"action": "probe_now", "_selected_action": [host.pk]},
+        follow=True,
+    )
+    assert response.status_code == 200
+    assert "Could not queue the probe for 1 host(s)" in response.content.decode()
+    assert "probe_host_now failed" in Activity.objects.get(name=PROBE_NOW_ACTIVITY).last_error

@@ -72,3 +72,31 @@ def test_a_grant_change_is_handed_to_the_workers(
     booking.refresh_from_db()
     assert booking.status == Reservation.Status.CONFIRMED
     broker.purge_queue()
+
+
+def test_a_mail_that_fails_keeps_no_booking_from_being_withdrawn(
+    owner,
+    other_user,
+    gpus,
+    everyone_may_book,
+    tasks_run_inline,
+    django_capture_on_commit_callbacks,
+    settings,
+):
+    from monitoring.models import Activity
+    from reservations.tasks import RECHECK_ACTIVITY
+    from tests.realparts import free_port
+
+    # A real SMTP backend pointed at a port where nothing listens: every send fails.
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", free_port(), 2
+    first = book(owner, gpus[:1], tomorrow(9), tomorrow(12), title="first")
+    second = book(other_user, gpus[1:2], tomorrow(9), tomorrow(12), title="second")
+    with django_capture_on_commit_callbacks(execute=True):
+        Group.objects.get(name="everyone").user_set.clear()
+    for booking in (first, second):
+        booking.refresh_from_db()
+        assert booking.status == Reservation.Status.CANCELLED
+    activity = Activity.objects.get(name=RECHECK_ACTIVITY)
+    assert "2 reservation(s) withdrawn; could not mail" in activity.last_error
+    assert "owner" in activity.last_error and "other" in activity.last_error
