@@ -5,6 +5,7 @@ HIVE_REQUIRE_INTEGRATION=1 (set by .ci/run) those skips become failures.
 """
 
 import contextlib
+import importlib.util
 import os
 import shutil
 import signal
@@ -27,6 +28,11 @@ def require(condition: bool, reason: str) -> None:
     if REQUIRED:
         pytest.fail(f"HIVE_REQUIRE_INTEGRATION=1 but {reason}")
     pytest.skip(reason)
+
+
+def require_torch() -> None:
+    """The distributed examples train for real: torch (CPU) is one of the real parts."""
+    require(importlib.util.find_spec("torch") is not None, "torch is not installed")
 
 
 def free_port() -> int:

@@ -23,6 +23,7 @@ from tests.jobs.conftest import (  # noqa: F401  (fixtures)
     sshd,
     wait_for,
 )
+from tests.realparts import require_torch
 
 TRAIN = Path(__file__).resolve().parents[2] / "examples" / "pytorch_ddp" / "train.py"
 TORCHRUN = Path(sys.executable).parent / "torchrun"
@@ -30,7 +31,7 @@ TORCHRUN = Path(sys.executable).parent / "torchrun"
 
 @pytest.mark.django_db(transaction=True)
 def test_a_two_host_pytorch_job_from_the_template(login, live_server, runner, node, sshd):  # noqa: F811
-    pytest.importorskip("torch")
+    require_torch()
     master = make_host(sshd, "node-1", "127.0.0.1")
     page = login("owner", "pw-owner-1")
     page.goto(f"{live_server.url}/jobs/")

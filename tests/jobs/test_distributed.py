@@ -13,6 +13,7 @@ from jobs import services
 from jobs.distributed import Node, distributed_specs
 from jobs.models import Task
 from tests.monitoring.conftest import make_host
+from tests.realparts import require_torch
 
 from .conftest import wait_for
 
@@ -54,7 +55,7 @@ def report(task) -> str:
 
 
 def test_the_pytorch_ddp_example_trains_on_two_hosts(runner, two_nodes):
-    pytest.importorskip("torch")  # requirements-dev.txt installs it (CPU)
+    require_torch()  # requirements-dev.txt installs it (CPU)
     script = f"{EXAMPLES / 'pytorch_ddp' / 'train.py'} --steps {{steps}}"
     template, specs = distributed_specs(
         runner,

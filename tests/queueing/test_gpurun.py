@@ -149,6 +149,10 @@ def test_hypersearch_prints_quoted_commands_for_gpurun(db):
     assert len(sample.splitlines()) == 2 and sample == again
     with pytest.raises(CommandError, match=re.escape("No value for {b}")):
         _hypersearch("x {a} {b}", "-p", "a", "1")
+    with pytest.raises(CommandError, match="holds a line break; gpurun reads one command per"):
+        _hypersearch("x {a}", "-p", "a", "1", "two\nlines")
+    with pytest.raises(CommandError, match="holds a line break"):
+        _hypersearch("x {a}\nrm -rf ~", "-p", "a", "1")
 
 
 def test_hypersearch_piped_into_gpurun_in_a_shell(runner, real_nodes, settings):

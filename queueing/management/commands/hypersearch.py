@@ -30,6 +30,13 @@ class Command(BaseCommand):
             if len(entry) < 2:
                 raise CommandError(f"-p {entry[0]} needs at least one value")
             values[entry[0]] = entry[1:]
+        # gpurun reads one command per line: a line break would cut a command in two.
+        texts = [template, *(v for options in values.values() for v in options)]
+        broken = [text for text in texts if "\n" in text or "\r" in text]
+        if broken:
+            raise CommandError(
+                f"{broken[0]!r} holds a line break; gpurun reads one command per line"
+            )
         try:
             unknown = set(values) - set(templating.fields_of(template))
             if unknown:
