@@ -1,4 +1,5 @@
-"""`hive submit`, `hive jobs`, `hive logs`, `hive stop`: run commands on the lab's GPUs."""
+"""`hive submit`, `hive jobs`, `hive logs`, `hive stop`, `hive dequeue`: run commands on the
+lab's GPUs."""
 
 import click
 
@@ -63,7 +64,8 @@ def _queued_line(entry: dict) -> str:
     place = f", number {entry['position']} in the queue" if entry["position"] else ""
     return (
         f"Queued {entry['name']!r} as queue entry {entry['id']} ({task['gpu_count']} GPUs "
-        f"{where}){place}: it starts by itself when its GPUs are free. See `hive jobs`."
+        f"{where}){place}: it starts by itself when its GPUs are free. See `hive jobs`; "
+        f"`hive dequeue {entry['id']}` takes it out."
     )
 
 
@@ -173,4 +175,18 @@ def stop(job_id, kill):
         raise SystemExit(1)
 
 
-COMMANDS = [submit, list_jobs, logs, stop]
+@click.command()
+@click.argument("ids", metavar="QUEUED...", nargs=-1, type=int, required=True)
+def dequeue(ids):
+    """Take queue entries out of the queue (QUEUED as `hive jobs` shows); one that is
+    running is stopped gracefully first."""
+    api, _ = connect()
+    for queued_id in ids:
+        entry = api.post(f"queued-jobs/{queued_id}/cancel/", {})
+        if entry["state"] == "stopping":
+            click.echo(f"Stopping {entry['name']!r} (queue entry {queued_id}); it will not rerun.")
+        else:
+            click.echo(f"Took {entry['name']!r} (queue entry {queued_id}) out of the queue.")
+
+
+COMMANDS = [submit, list_jobs, logs, stop, dequeue]

@@ -208,6 +208,29 @@ def test_submit_queue_waits_in_the_queue(hive, signed_in, owner, bookable):
     assert sorted(q["name"] for q in listed["queued"]) == ["python t.py {x}", "python u.py"]
 
 
+def test_dequeue_takes_own_entries_out_and_not_someone_elses(
+    hive, signed_in, owner, other_user, bookable
+):
+    from hive_cli import config
+
+    signed_in(owner)
+    hive("submit", "--queue", "--gpus", "2", "--", "python", "t.py")
+    mine = QueuedJob.objects.get()
+    owners_config = config.load()
+    signed_in(other_user)
+    refused = hive("dequeue", str(mine.pk))
+    assert refused.exit_code == 1 and "Not found" in refused.output
+    mine.refresh_from_db()
+    assert mine.state == QueuedJob.State.WAITING
+    config.save(owners_config)
+    result = hive("dequeue", str(mine.pk))
+    assert result.exit_code == 0, result.output
+    assert f"Took 'python t.py' (queue entry {mine.pk}) out of the queue." in result.output
+    mine.refresh_from_db()
+    assert mine.state == QueuedJob.State.CANCELLED
+    assert "QUEUED" not in hive("jobs").output
+
+
 def test_the_queue_refuses_with_its_reason(hive, signed_in, owner, bookable):
     signed_in(owner)
     result = hive("submit", "--queue", "--gpus", "0", "--", "true")
