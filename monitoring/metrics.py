@@ -39,6 +39,7 @@ class SnapshotCollector:
         hosts = list(Host.objects.filter(enabled=True))
         yield from self.host_health(hosts)
         yield from self.host_gauges(hosts)
+        yield from self.disk_gauges(hosts)
         yield from self.gpu_gauges(hosts)
         yield self.gpu_present()
 
@@ -68,6 +69,19 @@ class SnapshotCollector:
                 if host.status == Host.Status.UP and value is not None:
                     gauge.add_metric([host.name], value * scale)
             yield gauge
+
+    def disk_gauges(self, hosts):
+        used = GaugeMetricFamily(
+            "hive_host_disk_used_bytes", "Disk space in use.", labels=["host", "path"]
+        )
+        total = GaugeMetricFamily(
+            "hive_host_disk_total_bytes", "Disk space in all.", labels=["host", "path"]
+        )
+        for host in (h for h in hosts if h.status == Host.Status.UP):
+            for disk in (host.last_snapshot or {}).get("disks") or []:
+                used.add_metric([host.name, disk["path"]], disk["used_mib"] * MIB)
+                total.add_metric([host.name, disk["path"]], disk["total_mib"] * MIB)
+        return [used, total]
 
     def gpu_gauges(self, hosts):
         live = [(h, g) for h in hosts if h.status == Host.Status.UP for g in _gpus(h)]

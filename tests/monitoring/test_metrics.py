@@ -12,10 +12,13 @@ TOKEN = "s3cret-token"
 @pytest.fixture
 def lab(node):
     """node-1 up (with a lost GPU), node-2 down but still holding its last snapshot."""
-    Host.objects.filter(pk=node.pk).update(last_probe_seconds=0.25)
+    disks = [{"path": "/", "total_mib": 100_000, "used_mib": 40_000}]
+    Host.objects.filter(pk=node.pk).update(
+        last_probe_seconds=0.25, last_snapshot={**SNAPSHOT, "disks": disks}
+    )
     Device.objects.create(host=node, index=1, uuid="GPU-2", name="Tesla T4", status="lost")
     down = Host.objects.get(name="node-2")
-    down.last_snapshot = SNAPSHOT
+    down.last_snapshot = {**SNAPSHOT, "disks": disks}
     down.save()
     return node, down
 
@@ -66,6 +69,10 @@ def test_it_exports_gpu_and_host_gauges(client, lab, settings):
     assert got[("hive_host_cpu_utilization_percent", node1)] == 3.5
     # a down host's stale snapshot is not exported as if it were current
     assert ("hive_host_cpu_utilization_percent", node2) not in got
+    root = frozenset({"host": "node-1", "path": "/"}.items())
+    assert got[("hive_host_disk_used_bytes", root)] == 40_000 * 1024 * 1024
+    assert got[("hive_host_disk_total_bytes", root)] == 100_000 * 1024 * 1024
+    assert not [key for key in got if key[0].startswith("hive_host_disk") and node2 <= key[1]]
     lost = frozenset({"host": "node-1", "gpu": "1", "uuid": "GPU-2", "model": "Tesla T4"}.items())
     assert got[("hive_gpu_present", lost)] == 0 and got[("hive_gpu_present", gpu)] == 1
 
