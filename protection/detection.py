@@ -24,6 +24,7 @@ from datetime import datetime
 
 from django.db import transaction
 
+from jobs.models import Task
 from monitoring import lease
 from monitoring.models import Device, Host
 from reservations.models import Reservation, ReservedDevice
@@ -124,9 +125,22 @@ def active_slots(devices, at) -> dict[int, ReservedDevice]:
     return {slot.device_id: slot for slot in slots}
 
 
+def task_accounts(devices) -> dict[int, set[str]]:
+    """Device id -> the UNIX accounts of the service's running tasks on it (a job started
+    by hand or from the queue): at the strict level, such a task's GPUs are its owner's."""
+    accounts: dict[int, set[str]] = {}
+    rows = Task.objects.filter(devices__in=devices, status__in=Task.ACTIVE).values_list(
+        "devices", "unix_username"
+    )
+    for device_id, unix in rows:
+        accounts.setdefault(device_id, set()).add(unix)
+    return accounts
+
+
 def find_intrusions(host: Host, level: str, at) -> list[Intrusion]:
     devices = {d.uuid: d for d in host.devices.all()}
     slots = active_slots(devices.values(), at)
+    tasks = task_accounts(devices.values()) if level == config.STRICT else {}
     names, rules = UnixNames(host), config.allow_rules()
     intrusions = []
     for process in host.last_snapshot.get("processes") or []:
@@ -138,7 +152,7 @@ def find_intrusions(host: Host, level: str, at) -> list[Intrusion]:
         if config.is_allowed(unix, command, rules):
             continue
         slot = slots.get(device.pk)
-        if slot is None and level != config.STRICT:
+        if slot is None and (level != config.STRICT or unix in tasks.get(device.pk, ())):
             continue
         reservation = slot.reservation if slot else None
         if reservation and unix is not None and unix == names.of(reservation.owner):

@@ -172,6 +172,29 @@ def test_reserved_level_ignores_unreserved_gpus_and_strict_flags_them(probe, boo
     assert (violation.pid, violation.reservation, violation.reservation_owner) == (5, None, None)
 
 
+def test_strict_level_counts_a_running_task_s_gpus_as_its_owner_s(
+    probe, booking, other_user, settings
+):
+    # A job started by the service (by hand or from the queue) on unreserved GPU 1.
+    from jobs.models import Job, Task
+
+    settings.PROTECTION_LEVEL = "strict"
+    job = Job.objects.create(owner=other_user, name="queued run")
+    task = Task.objects.create(
+        job=job, host=probe.host, command="python t.py", unix_username="other"
+    )
+    task.devices.add(probe.host.devices.get(index=1))
+    Task.objects.filter(pk=task.pk).update(status=Task.Status.RUNNING)
+    for _ in range(3):
+        cycle(probe, (1, 5, "other", "python t.py"), (1, 6, "third", "python x.py"))
+    assert list(Violation.objects.values_list("pid", "offender_unix")) == [(6, "third")]
+    # Once the task has ended, its owner's leftover process is unreserved use like any other.
+    Task.objects.filter(pk=task.pk).update(status=Task.Status.EXITED)
+    for _ in range(2):
+        cycle(probe, (1, 5, "other", "python t.py"), (1, 6, "third", "python x.py"))
+    assert sorted(Violation.objects.values_list("pid", flat=True)) == [5, 6]
+
+
 def test_level_off_flags_nothing_and_ends_what_was_open(probe, booking, settings):
     for _ in range(2):
         cycle(probe, (0, 5, "other", "python"))
