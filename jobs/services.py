@@ -87,6 +87,29 @@ def _new_task(job: Job, spec: TaskSpec) -> Task:
     return task
 
 
+def follow_reservation(reservation: Reservation, old_start, old_end) -> None:
+    """Tasks attached to a reservation start and stop with it: when it moves or ends early,
+    the times they took from it move too (times their owner set apart stay); when it is
+    cancelled, their pending tasks will not start."""
+    attached = Task.objects.filter(reservation=reservation)
+    if not reservation.holds_devices:
+        attached.filter(status=Task.Status.PENDING).update(
+            status=Task.Status.FAILED,
+            error=f"not started: its reservation {reservation} was cancelled",
+            ended_at=timezone.now(),
+        )
+        return
+    if reservation.end != old_end:
+        waiting_or_running = [Task.Status.PENDING, Task.Status.RUNNING]
+        attached.filter(status__in=waiting_or_running, scheduled_stop=old_end).update(
+            scheduled_stop=reservation.end
+        )
+    if reservation.start != old_start:
+        attached.filter(status=Task.Status.PENDING, scheduled_start=old_start).update(
+            scheduled_start=reservation.start
+        )
+
+
 @transaction.atomic
 def add_task(job: Job, spec: TaskSpec) -> Task:
     """One more pending task in an existing job, checked as ``create_job`` checks its own."""

@@ -7,6 +7,7 @@ import shlex
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,9 @@ TICKER = (
     '    print("tick", i); time.sleep(0.2)\n'
     "sys.exit(int(sys.argv[2]))' {ticks} {code}"
 )
+
+
+HOUR = timedelta(hours=1)
 
 
 def make_task(owner, host, template, devices=(), **parameters) -> Task:
@@ -252,3 +256,57 @@ def test_a_task_attached_to_a_reservation_starts_and_stops_with_it(runner, node)
     )
     with pytest.raises(ValidationError, match="does not book all"):
         services.create_job(runner, name="not booked", specs=[other_gpu])
+
+
+def test_attached_tasks_follow_their_reservation_when_it_moves_or_is_cancelled(runner, node):
+    from django.utils import timezone
+
+    from reservations.services import (
+        cancel_reservation,
+        create_reservation,
+        update_reservation,
+    )
+
+    gpu, now = node.devices.get(index=0), timezone.now()
+    start, end = now + timedelta(hours=1), now + timedelta(hours=3)
+    booking = create_reservation(runner, title="mine", devices=[gpu], start=start, end=end)
+    follows = TaskSpec(host=node, template="true", devices=[gpu], reservation=booking)
+    own_stop = TaskSpec(
+        host=node,
+        template="true",
+        devices=[gpu],
+        reservation=booking,
+        scheduled_stop=start + timedelta(minutes=90),
+    )
+    job = services.create_job(runner, name="booked", specs=[follows, own_stop])
+    first, second = job.tasks.order_by("pk")
+    update_reservation(booking, runner, start=start + HOUR, end=end + HOUR)
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.scheduled_start, first.scheduled_stop) == (start + HOUR, end + HOUR)
+    assert second.scheduled_stop == start + timedelta(minutes=90)  # its owner's own time
+    cancel_reservation(booking, runner)
+    for task in (first, second):
+        task.refresh_from_db()
+        assert task.status == Task.Status.FAILED and "was cancelled" in task.error
+
+
+def test_a_running_attached_task_stops_when_its_reservation_ends_early(runner, node):
+    from django.utils import timezone
+
+    from jobs.tasks import run_due_actions
+    from reservations.services import cancel_reservation, create_reservation
+
+    gpu, start = node.devices.get(index=0), timezone.now() - timedelta(seconds=10)
+    booking = create_reservation(
+        runner, title="now", devices=[gpu], start=start, end=start + 2 * HOUR
+    )
+    spec = TaskSpec(host=node, template="sleep 600", devices=[gpu], reservation=booking)
+    job = services.create_job(runner, name="r", specs=[spec])
+    task = services.spawn_task(job.tasks.get(), runner)
+    assert task.status == Task.Status.RUNNING
+    cancel_reservation(booking, runner)  # ongoing: it ends now
+    task.refresh_from_db()
+    assert task.scheduled_stop <= timezone.now()
+    assert "1 scheduled actions done" in run_due_actions()
+    assert wait_for(lambda: synced(task).status in Task.ENDED)
