@@ -5,6 +5,7 @@ hosts of that cycle have active tasks or a scheduled start/stop/kill is due (see
 receivers.py): the probing loop, watched by its own schedule, is the clock.
 """
 
+import logging
 import os
 import socket
 
@@ -17,6 +18,7 @@ from monitoring import lease
 from . import services
 from .models import Task
 
+log = logging.getLogger(__name__)
 SYNC_ACTIVITY = "jobs-sync"
 SCHEDULE_ACTIVITY = "jobs-schedule"
 # One sync at a time cluster-wide; a sync that found the lease taken just returns.
@@ -54,8 +56,9 @@ def recover_starts(host_ids=None) -> str:
     for task in services.interrupted_starts(host_ids):
         try:
             done.append(f"task {task.pk} {services.recover_start(task)}")
-        except services.remote.RemoteError as exc:  # the next cycle tries again
-            lease.record_failure(SYNC_ACTIVITY, f"interrupted start of task {task.pk}: {exc}")
+        except Exception as exc:  # recorded; the others are settled, the next cycle retries
+            log.exception("settling the interrupted start of task %s failed", task.pk)
+            lease.record_failure(SYNC_ACTIVITY, f"interrupted start of task {task.pk}: {exc!r}")
     return f"; interrupted starts: {', '.join(done)}" if done else ""
 
 
@@ -89,6 +92,10 @@ def run_due_actions(now=None) -> str:
         except (ValidationError, PermissionDenied, services.remote.RemoteError) as exc:
             failed += 1
             lease.record_failure(SCHEDULE_ACTIVITY, f"task {task.pk}: {services.error_text(exc)}")
+        except Exception as exc:  # unexpected: recorded, and the other tasks' actions still run
+            failed += 1
+            log.exception("scheduled action on task %s failed", task.pk)
+            lease.record_failure(SCHEDULE_ACTIVITY, f"task {task.pk}: {exc!r}")
     summary = f"{done} scheduled actions done, {failed} failed"
     if done or not failed:
         lease.record_success(SCHEDULE_ACTIVITY, summary)

@@ -189,6 +189,22 @@ def test_a_refused_scheduled_start_fails_the_task_and_is_recorded(runner, node, 
     assert "reserved by other" in Activity.objects.get(name=tasks.SCHEDULE_ACTIVITY).last_error
 
 
+def test_an_unexpected_error_in_one_scheduled_start_is_recorded_and_the_next_still_runs(
+    runner, node, log_dir
+):
+    now = timezone.now()
+    specs = [TaskSpec(host=node, template="true", scheduled_start=now) for _ in range(2)]
+    broken, fine = services.create_job(runner, name="two", specs=specs).tasks.order_by("pk")
+    # A row edited by hand (raw JSON in the admin) that no service would have written.
+    Task.objects.filter(pk=broken.pk).update(env="not an object")
+    assert "1 scheduled actions done, 1 failed" in tasks.run_due_actions()
+    error = Activity.objects.get(name=tasks.SCHEDULE_ACTIVITY).last_error
+    assert f"task {broken.pk}: " in error and "Error" in error
+    fine.refresh_from_db()
+    assert fine.status != Task.Status.PENDING  # started: the broken one did not stop the round
+    assert wait_for(lambda: synced(fine).status in Task.ENDED)
+
+
 @pytest.mark.parametrize("stop_requested, expected", [(True, "killed"), (False, "exited")])
 def test_a_stop_landing_during_a_sync_round_still_counts_as_killed(owner, stop_requested, expected):
     """The sync reads its tasks, then waits on SSH; a stop requested meanwhile must win."""
