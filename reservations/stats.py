@@ -2,7 +2,9 @@
 
 Booked: each holding reservation's overlap with the period times its GPUs. Used: the
 busy GPU-minutes stored when a reservation ended (reservations.usage), so only ended ones
-count as used; ongoing ones show as booked. Two queries, whatever the number of bookings.
+count as used; ongoing ones show as booked. A booking that crosses the period's edge counts
+the share of its use that matches its share inside the period (its use is known as a whole,
+not per hour), so used never exceeds booked. Two queries, whatever the number of bookings.
 """
 
 from collections import defaultdict
@@ -32,6 +34,14 @@ def _booked_hours(reservation: Reservation, start: datetime, end: datetime) -> f
     return max(overlap.total_seconds(), 0) / 3600 * reservation.gpu_count
 
 
+def _used_hours(reservation: Reservation, booked_in_period: float) -> float:
+    if not reservation.usage_final or not reservation.busy_minutes:
+        return 0.0
+    whole = _booked_hours(reservation, reservation.start, reservation.end)
+    share = booked_in_period / whole if whole else 0.0
+    return reservation.busy_minutes / 60 * share
+
+
 def summary(start: datetime, end: datetime) -> tuple[list[Line], list[Line]]:
     reservations = (
         Reservation.objects.filter(start__lt=end, end__gt=start)
@@ -45,7 +55,7 @@ def summary(start: datetime, end: datetime) -> tuple[list[Line], list[Line]]:
     users, groups = {}, {}
     for r in reservations:
         booked = _booked_hours(r, start, end)
-        used = (r.busy_minutes or 0.0) / 60 if r.usage_final else 0.0
+        used = _used_hours(r, booked)
         name = r.owner.get_username()
         for line in [users.setdefault(name, Line(name))] + [
             groups.setdefault(g, Line(g)) for g in groups_of[r.owner_id]

@@ -99,6 +99,21 @@ def test_the_usage_summary_counts_booked_and_used_gpu_hours(client, running, gpu
     assert "<td>everyone</td>" in page
 
 
+def test_a_booking_crossing_the_period_edge_counts_its_share_of_use(running, gpus):
+    from reservations.stats import summary
+
+    samples(gpus[0], running.start, 60, 50.0)
+    move(running, running.start, running.start + 60 * MINUTE)
+    finalise_ended()
+    # The period holds the booking's last 15 minutes: a quarter of it, a quarter of its use.
+    users, _ = summary(running.start + 45 * MINUTE, running.start + 120 * MINUTE)
+    (line,) = users
+    whole = summary(running.start - MINUTE, running.end + MINUTE)[0][0]
+    assert line.booked_hours == pytest.approx(whole.booked_hours / 4)
+    assert line.used_hours == pytest.approx(whole.used_hours / 4)
+    assert line.used_hours <= line.booked_hours
+
+
 # --- mails ----------------------------------------------------------------------------------
 
 
