@@ -104,3 +104,47 @@ def test_another_user_cannot_edit(client, booking, other_user):
     assert response.status_code == 403
     booking.refresh_from_db()
     assert booking.title == "mine"
+
+
+PERSONAS = ["anonymous", "owner", "other_user", "admin_user"]
+
+
+def signed_in(client, request, persona):
+    if persona != "anonymous":
+        client.force_login(request.getfixturevalue(persona))
+    return client
+
+
+@pytest.mark.parametrize(
+    ("persona", "code"),
+    [("anonymous", 403), ("owner", 200), ("other_user", 200), ("admin_user", 200)],
+)
+def test_reading_one_booking(client, booking, request, persona, code):
+    # The calendar is the lab's: every signed-in user sees who booked what.
+    response = signed_in(client, request, persona).get(f"/api/reservations/{booking.pk}/")
+    assert response.status_code == code
+    if code == 200:
+        assert response.json()["title"] == "mine"
+
+
+@pytest.mark.parametrize(
+    ("persona", "code"),
+    [("anonymous", 403), ("owner", 200), ("other_user", 403), ("admin_user", 200)],
+)
+def test_editing_a_booking(client, booking, request, persona, code):
+    client = signed_in(client, request, persona)
+    body = {"title": "renamed", "end": tomorrow(13).isoformat()}
+    response = client.patch(
+        f"/api/reservations/{booking.pk}/", body, content_type="application/json"
+    )
+    assert response.status_code == code
+    booking.refresh_from_db()
+    edited = (booking.title, booking.end) == ("renamed", tomorrow(13))
+    assert edited == (code == 200)
+    assert booking.slots.filter(end=tomorrow(13)).count() == (2 if edited else 0)
+
+
+def test_anonymous_users_cannot_book(client, gpus, everyone_may_book):
+    response = client.post("/api/reservations/", payload(gpus[:1]), content_type="application/json")
+    assert response.status_code == 403
+    assert not Reservation.objects.exists()
