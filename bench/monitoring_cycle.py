@@ -7,8 +7,9 @@ prints, in one run and on a fresh SQLite file database:
 - cycle: one full cycle of the real loop (probe, parse, record, bulk-insert history,
   signal, publish), all hosts over their persistent connections;
 - 1 cmd: one command (`true`) over an already open connection;
-- fresh: the same probe done the TensorHive/gputasker way, a fresh SSH login per command
-  (concurrent across hosts, so this is that way's best case);
+- fresh: the same facts asked the TensorHive/gputasker way, as six separate commands
+  (GPUs, GPU processes, ps, CPU, RAM, disks) with a fresh SSH login for each (concurrent
+  across hosts, so this is that way's best case);
 - floor: the same probe script sent concurrently to all N hosts over already-open
   connections by a bare paramiko client that neither parses nor stores.
 
@@ -39,6 +40,7 @@ import paramiko  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
+from monitoring import parsers  # noqa: E402
 from monitoring.connections import pool  # noqa: E402
 from monitoring.keys import public_key_line, service_key_path  # noqa: E402
 from monitoring.loop import ProbeLoop  # noqa: E402
@@ -117,13 +119,32 @@ def full_cycle(loop: ProbeLoop, n: int) -> None:
 STEADY_PROBE = probe_argv(settings.NVIDIA_SMI_TIMEOUT, versions=False)
 
 
-def fresh_connection_probe(hosts: list[Host]) -> None:
+def separate_commands(pids: list[int]) -> list[str]:
+    """What the probe learns, asked as separate commands, as TensorHive's monitors ask it."""
+    gpu_fields = ",".join(parsers.GPU_QUERY_FIELDS)
+    app_fields = ",".join(parsers.APP_QUERY_FIELDS)
+    return [
+        f"nvidia-smi --query-gpu={gpu_fields} --format=csv,noheader,nounits",
+        f"nvidia-smi --query-compute-apps={app_fields} --format=csv,noheader,nounits",
+        f"ps -ww -o pid=,uid=,user:64=,args= -p {','.join(map(str, pids))}",
+        "head -n1 /proc/stat; sleep 0.2; head -n1 /proc/stat",
+        "grep -E '^(MemTotal|MemAvailable):' /proc/meminfo",
+        "df -P -k -- / /home",
+    ]
+
+
+def fresh_connection_probe(hosts: list[Host], pids: list[int]) -> None:
+    """Every command over a login of its own (concurrent across hosts, one host's commands
+    one after the other)."""
+    commands = separate_commands(pids)
+
     def probe(host):
-        transport = SSHTransport(target(host))
-        try:
-            transport.run(STEADY_PROBE, timeout=30)
-        finally:
-            transport.close()
+        for command in commands:
+            transport = SSHTransport(target(host))
+            try:
+                transport.run(["sh", "-c", command], timeout=30)
+            finally:
+                transport.close()
 
     with ThreadPoolExecutor(len(hosts)) as executor:
         list(executor.map(probe, hosts))
@@ -166,7 +187,7 @@ def floor(clients: list[paramiko.SSHClient], executor: ThreadPoolExecutor) -> No
     list(executor.map(send, clients))
 
 
-def bench(n: int) -> dict:
+def bench(n: int, pids: list[int]) -> dict:
     Host.objects.update(enabled=False)
     hosts = list(Host.objects.order_by("pk")[:n])
     Host.objects.filter(pk__in=[h.pk for h in hosts]).update(enabled=True)
@@ -178,7 +199,7 @@ def bench(n: int) -> dict:
     stored = (GpuMetric.objects.count() - rows_before) // REPEATS
     one = timed(lambda: pool.run(hosts[0], ["true"]), repeats=20)
     hosts = list(Host.objects.filter(pk__in=[h.pk for h in hosts]))
-    fresh = timed(lambda: fresh_connection_probe(hosts), repeats=3)
+    fresh = timed(lambda: fresh_connection_probe(hosts, pids), repeats=3)
     clients = bare_clients(hosts)
     with ThreadPoolExecutor(len(clients)) as executor:
         bare = timed(lambda: floor(clients, executor))
@@ -208,7 +229,7 @@ def main(sizes: list[int]) -> None:
     print("    N   cycle s  1 cmd ms   fresh s   floor s  cycle/floor  fresh/cycle  GPU rows")
     try:
         for n in sizes:
-            r = bench(n)
+            r = bench(n, [p.pid for p in sleepers])
             print(
                 f"{r['n']:5d}  {r['cycle']:8.3f}  {1000 * r['one']:8.2f}  {r['fresh']:8.3f}"
                 f"  {r['floor']:8.3f}  {r['cycle'] / r['floor']:11.2f}"
