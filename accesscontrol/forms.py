@@ -37,8 +37,9 @@ class SignupForm(UserCreationForm):
         fields = ["username", "email"]
         labels = {"username": "UNIX user name on that host"}
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, code: str, **kwargs):
         super().__init__(*args, **kwargs)
+        self.code = code  # the one-time code this visitor was shown
         self.fields["host"].queryset = signup_hosts()
         self.fields["username"].validators.append(username_validator)
         self.fields["email"].required = True
@@ -52,6 +53,6 @@ class SignupForm(UserCreationForm):
             self.add_error("username", f"The UNIX account {username} already has a user here.")
             return
         try:
-            prove_unix_account(self.cleaned_data["host"], username)
+            prove_unix_account(self.cleaned_data["host"], username, self.code)
         except SignupRefused as exc:
             self.add_error(None, str(exc))

@@ -1,10 +1,17 @@
 """Self-sign-up by proof of a UNIX account (off unless ``settings.SELF_SIGNUP``).
 
-The user puts the service's public key in ``~/.ssh/authorized_keys`` on a host; we log in
-there as them with our key and believe the account is theirs when ``id -un`` prints its name.
-Only hosts whose host key was recorded by a probe qualify, and the key must match, so nobody
-can answer in the host's place.
+The user puts the service's public key in ``~/.ssh/authorized_keys`` on a host and writes
+the one-time code the sign-up page shows into ``~/.gpuhive-signup``; we log in there as them
+with our key and believe the account is theirs when ``id -un`` prints its name and the file
+holds the code. The key alone proves nothing about the person: anyone could claim an
+account whose owner authorised the key, while only the owner can write into its home.
+The code belongs to the visitor's session and the file is removed once read. Only hosts
+whose host key was recorded by a probe qualify, and the key must match, so nobody can
+answer in the host's place.
 """
+
+import hmac
+import secrets
 
 from django.conf import settings
 
@@ -26,16 +33,33 @@ def signup_hosts():
     return Host.objects.filter(enabled=True, transport=Host.Transport.SSH).exclude(host_key="")
 
 
-def prove_unix_account(host: Host, username: str) -> None:
-    """Log in to ``host`` as ``username`` with the service key; raise SignupRefused if not."""
+PROOF_FILE = ".gpuhive-signup"  # in the account's home, where its ssh sessions start
+
+
+def new_code() -> str:
+    return secrets.token_hex(16)
+
+
+def prove_unix_account(host: Host, username: str, code: str) -> None:
+    """Log in to ``host`` as ``username`` with the service key and find ``code`` in its
+    proof file (then remove the file); raise SignupRefused if anything does not hold."""
     if host.is_local or not host.host_key:
         raise SignupRefused(f"{host} cannot be used for sign-up: its host key is not recorded.")
     transport = SSHTransport(ssh_target(host, username))
+    timeout = settings.SSH_COMMAND_TIMEOUT
     try:
-        result = transport.run(["id", "-un"], timeout=settings.SSH_COMMAND_TIMEOUT)
+        who = transport.run(["id", "-un"], timeout=timeout)
+        found = transport.run(["cat", "--", PROOF_FILE], timeout=timeout)
+        if found.ok:
+            transport.run(["rm", "-f", "--", PROOF_FILE], timeout=timeout)
     except TransportError as exc:
         raise SignupRefused(f"Could not log in to {host} as {username}: {exc}") from None
     finally:
         transport.close()
-    if not result.ok or result.stdout.strip() != username:
+    if not who.ok or who.stdout.strip() != username:
         raise SignupRefused(f"Logged in to {host}, but the account did not say it is {username}.")
+    if not found.ok or not hmac.compare_digest(found.stdout.strip(), code):
+        raise SignupRefused(
+            f"Logged in to {host} as {username}, but ~/{PROOF_FILE} did not hold the code "
+            "shown on this page: write it there from that account, then try again."
+        )

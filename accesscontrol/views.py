@@ -18,8 +18,10 @@ from .forms import SignupForm, WeekForm
 from .models import Grant, site_today, site_zone
 from .permissions import may_inspect_others, permission_name, restrict
 from .services import profile_for
-from .signup import self_signup_enabled
+from .signup import PROOF_FILE, new_code, self_signup_enabled
 from .weekgrid import week_days, week_rows
+
+SIGNUP_CODE = "signup-code"  # session key
 
 
 def _visible_devices(viewer, inspecting_other: bool):
@@ -70,15 +72,23 @@ def signup(request):
         raise Http404("Self-sign-up is turned off.")
     if request.user.is_authenticated:
         return redirect("access-week")
-    form = SignupForm(request.POST or None)
+    # One code per visitor, kept until it has served: a failed try can be repeated as is.
+    code = request.session.setdefault(SIGNUP_CODE, new_code())
+    form = SignupForm(request.POST or None, code=code)
     if request.method == "POST" and form.is_valid():
         with transaction.atomic():
             user = form.save()
             profile = profile_for(user)
             profile.unix_username = user.get_username()
             profile.save(update_fields=["unix_username"])
+        request.session.pop(SIGNUP_CODE, None)
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect("access-week")
     status = 400 if request.method == "POST" else 200
-    context = {"form": form, "public_key": public_key_line()}
+    context = {
+        "form": form,
+        "public_key": public_key_line(),
+        "code": code,
+        "proof_file": PROOF_FILE,
+    }
     return render(request, "accesscontrol/signup.html", context, status=status)
