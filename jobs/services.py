@@ -264,7 +264,8 @@ def spawn_task(task: Task, user) -> Task:
         unix_user=username,
         host=task.host.name,
         command=task.command,
-        env=task_env(task),
+        # Names only: values may be tokens (WANDB_API_KEY=...), and the audit is kept longest.
+        env_names=sorted(task_env(task)),
     )
     try:
         spawned = remote.spawn(task.host, username, argv)

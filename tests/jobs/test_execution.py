@@ -139,6 +139,10 @@ def test_the_task_sees_its_gpus_and_environment(runner, node, log_dir):
     task = services.spawn_task(task, runner)
     assert wait_for(lambda: synced(task).status == Task.Status.EXITED)
     assert Path(task.log_path).read_text() == "PCI_BUS_ID GPU-1-uuid a b $(id)\n"
+    # The audit names the variables but keeps no values (they may be tokens).
+    event = AuditEvent.objects.get(action="job.run_as")
+    assert "RUN_NAME" in event.detail["env_names"]
+    assert "a b $(id)" not in str(event.detail)
 
 
 @pytest.mark.parametrize(
