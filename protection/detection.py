@@ -137,6 +137,13 @@ def task_accounts(devices) -> dict[int, set[str]]:
     return accounts
 
 
+def guarded_since(slot: ReservedDevice) -> datetime:
+    """When the reservation began to guard this GPU: its start, or its booking if it was
+    booked "now" (the start may lie a grace minute back): a process already running when
+    it was booked is just ending there, like one running at a start."""
+    return max(slot.start, slot.reservation.created)
+
+
 def find_intrusions(host: Host, level: str, at) -> list[Intrusion]:
     devices = {d.uuid: d for d in host.devices.all()}
     slots = active_slots(devices.values(), at)
@@ -164,7 +171,7 @@ def find_intrusions(host: Host, level: str, at) -> list[Intrusion]:
                 unix or "",
                 command,
                 reservation,
-                slot.start if slot else None,
+                guarded_since(slot) if slot else None,
             )
         )
     return intrusions

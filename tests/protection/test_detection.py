@@ -70,6 +70,25 @@ def test_a_process_running_when_the_reservation_begins_gets_the_grace_period(pro
     assert violation.reservation_owner == owner and not Sighting.objects.exists()
 
 
+def test_a_process_running_when_a_gpu_is_booked_now_gets_the_grace_period(probe, owner):
+    # Booked "now": the start may lie up to a minute back, before the booking existed.
+    probe.at = timezone.now() - timedelta(seconds=10)
+    cycle(probe, (0, 4242, "other", "python train.py"))  # nothing reserved yet
+    ensure_default_group()
+    create_reservation(
+        owner,
+        title="right now",
+        devices=[probe.host.devices.get(index=0)],
+        start=timezone.now() - timedelta(seconds=30),
+        end=timezone.now() + timedelta(hours=1),
+    )
+    probe.at = timezone.now()
+    cycle(probe, (0, 4242, "other", "python train.py"))
+    assert not Violation.objects.exists() and Sighting.objects.get().cycles == 1
+    cycle(probe, (0, 4242, "other", "python train.py"))  # still there after the grace period
+    assert Violation.objects.get().pid == 4242
+
+
 def test_a_process_ending_within_the_grace_period_at_the_start_is_never_flagged(probe, owner):
     cycle(probe, (0, 4242, "other", "python train.py"))
     slot_starting_between_two_probes(probe, owner)
