@@ -56,3 +56,12 @@ class SignupForm(UserCreationForm):
             prove_unix_account(self.cleaned_data["host"], username, self.code)
         except SignupRefused as exc:
             self.add_error(None, str(exc))
+
+
+class TimeZoneForm(forms.ModelForm):
+    """The one thing users set on their own profile: the zone times are shown in."""
+
+    class Meta:
+        model = Profile
+        fields = ["time_zone"]
+        widgets = {"time_zone": forms.TextInput(attrs={"list": "time-zones", "size": 32})}

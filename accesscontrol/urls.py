@@ -7,6 +7,7 @@ from . import api, views
 urlpatterns = [
     path("week/", views.week, name="access-week"),
     path("signup/", views.signup, name="access-signup"),
+    path("profile/", views.profile, name="profile"),
 ]
 # (prefix, viewset) pairs registered on the project's /api/ router.
 api_routes = [

@@ -1,7 +1,10 @@
 """Pages: the week grid of when and where someone may book, and self-sign-up."""
 
+import shlex
 from datetime import timedelta
+from zoneinfo import available_timezones
 
+from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import Group
@@ -14,7 +17,7 @@ from monitoring.keys import public_key_line
 from monitoring.models import Device
 
 from .coverage import active_ban, coverage_map
-from .forms import SignupForm, WeekForm
+from .forms import SignupForm, TimeZoneForm, WeekForm
 from .models import Grant, site_today, site_zone
 from .permissions import may_inspect_others, permission_name, restrict
 from .services import profile_for
@@ -92,3 +95,25 @@ def signup(request):
         "proof_file": PROOF_FILE,
     }
     return render(request, "accesscontrol/signup.html", context, status=status)
+
+
+@login_required
+def profile(request):
+    """Your accounts on the hosts (set by admins), the service key to authorise, your zone."""
+    mine = profile_for(request.user)
+    form = TimeZoneForm(request.POST or None, instance=mine)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, "Saved.")
+        return redirect("profile")
+    accounts = mine.host_accounts.select_related("host")
+    context = {
+        "form": form,
+        "unix_username": mine.unix_username or request.user.get_username(),
+        "accounts": accounts,
+        "public_key": public_key_line(),
+        "authorize_command": f"echo {shlex.quote(public_key_line())} >> ~/.ssh/authorized_keys",
+        "time_zones": sorted(available_timezones()),
+    }
+    status = 400 if request.method == "POST" else 200
+    return render(request, "accesscontrol/profile.html", context, status=status)

@@ -215,7 +215,8 @@ def unix_name(task: Task) -> str:
     name = profile_for(task.job.owner).unix_username_for(task.host)
     if not name:
         raise ValidationError(
-            f"{task.job.owner} has no UNIX account name for {task.host}: set it on the profile."
+            f"{task.job.owner} has no UNIX account name for {task.host}: an admin sets it on "
+            "the user's profile (Admin › Profiles)."
         )
     return name
 
