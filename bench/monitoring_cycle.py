@@ -9,7 +9,8 @@ prints, in one run and on a fresh SQLite file database:
 - 1 cmd: one command (`true`) over an already open connection;
 - fresh: the same facts asked the TensorHive/gputasker way, as six separate commands
   (GPUs, GPU processes, ps, CPU, RAM, disks) with a fresh SSH login for each (concurrent
-  across hosts, so this is that way's best case);
+  across hosts, so this is that way's best case); "failed" counts its commands per round
+  (of 6 × N) that failed or did not answer within 30 s;
 - floor: the same probe script sent concurrently to all N hosts over already-open
   connections by a bare paramiko client that neither parses nor stores.
 
@@ -46,7 +47,7 @@ from monitoring.keys import public_key_line, service_key_path  # noqa: E402
 from monitoring.loop import ProbeLoop  # noqa: E402
 from monitoring.models import GpuMetric, Host  # noqa: E402
 from monitoring.probes import probe_argv  # noqa: E402
-from monitoring.transport import SSHTarget, SSHTransport  # noqa: E402
+from monitoring.transport import SSHTarget, SSHTransport, TransportError  # noqa: E402
 from tests.realparts import FakeGpus, Sshd  # noqa: E402
 
 GPUS_PER_HOST = 8
@@ -133,9 +134,9 @@ def separate_commands(pids: list[int]) -> list[str]:
     ]
 
 
-def fresh_connection_probe(hosts: list[Host], pids: list[int]) -> None:
+def fresh_connection_probe(hosts: list[Host], pids: list[int], failures: list) -> None:
     """Every command over a login of its own (concurrent across hosts, one host's commands
-    one after the other)."""
+    one after the other). Commands that fail or time out are counted in ``failures``."""
     commands = separate_commands(pids)
 
     def probe(host):
@@ -143,6 +144,8 @@ def fresh_connection_probe(hosts: list[Host], pids: list[int]) -> None:
             transport = SSHTransport(target(host))
             try:
                 transport.run(["sh", "-c", command], timeout=30)
+            except TransportError as exc:
+                failures.append(exc)
             finally:
                 transport.close()
 
@@ -199,7 +202,8 @@ def bench(n: int, pids: list[int]) -> dict:
     stored = (GpuMetric.objects.count() - rows_before) // REPEATS
     one = timed(lambda: pool.run(hosts[0], ["true"]), repeats=20)
     hosts = list(Host.objects.filter(pk__in=[h.pk for h in hosts]))
-    fresh = timed(lambda: fresh_connection_probe(hosts, pids), repeats=3)
+    failures = []
+    fresh = timed(lambda: fresh_connection_probe(hosts, pids, failures), repeats=3)
     clients = bare_clients(hosts)
     with ThreadPoolExecutor(len(clients)) as executor:
         bare = timed(lambda: floor(clients, executor))
@@ -207,7 +211,15 @@ def bench(n: int, pids: list[int]) -> dict:
         client.close()
     loop.executor.shutdown(wait=True)
     pool.close()
-    return {"n": n, "cycle": cycle, "one": one, "fresh": fresh, "floor": bare, "rows": stored}
+    return {
+        "n": n,
+        "cycle": cycle,
+        "one": one,
+        "fresh": fresh,
+        "failed": len(failures) // 3,
+        "floor": bare,
+        "rows": stored,
+    }
 
 
 def stop(sshd: Sshd) -> None:
@@ -226,13 +238,15 @@ def main(sizes: list[int]) -> None:
     workdir = Path(os.environ["HIVE_DATA_DIR"])
     servers = setup_lab(max(sizes), workdir, [p.pid for p in sleepers])
     print(f"{os.cpu_count()} CPUs, SQLite file database, {GPUS_PER_HOST} GPUs per host")
-    print("    N   cycle s  1 cmd ms   fresh s   floor s  cycle/floor  fresh/cycle  GPU rows")
+    print(
+        "    N   cycle s  1 cmd ms   fresh s  failed   floor s  cycle/floor  fresh/cycle  GPU rows"
+    )
     try:
         for n in sizes:
             r = bench(n, [p.pid for p in sleepers])
             print(
                 f"{r['n']:5d}  {r['cycle']:8.3f}  {1000 * r['one']:8.2f}  {r['fresh']:8.3f}"
-                f"  {r['floor']:8.3f}  {r['cycle'] / r['floor']:11.2f}"
+                f"  {r['failed']:6d}  {r['floor']:8.3f}  {r['cycle'] / r['floor']:11.2f}"
                 f"  {r['fresh'] / r['cycle']:11.1f}  {r['rows']:8d}",
                 flush=True,
             )
