@@ -49,7 +49,8 @@ class _ShellText:
     in a place where a quoted value stays one argument.
 
     Inside quotes the value's own quotes would close the template's (``'print("{x}")'``
-    given ``$(id)`` runs it), after a backslash its first quote would be escaped, and in a
+    given ``$(id)`` runs it), after a backslash its first quote would be escaped, after a
+    bare ``$`` its quotes would become ``$'...'`` (which reads escapes), and in a
     here-document quotes mean nothing; such templates are refused rather than filled.
     """
 
@@ -58,6 +59,7 @@ class _ShellText:
         self.escaped = False
         self.angles = 0  # unquoted "<" in a row: two make a here-document, three do not
         self.here_document = False
+        self.dollar = False  # the text so far ends in an unquoted, unescaped "$"
 
     def read(self, text: str) -> None:
         previous = ""
@@ -75,6 +77,8 @@ class _ShellText:
         self.angles = 0
 
     def _step(self, char: str, previous: str) -> None:
+        # A bare "$" before a field would make the value's quotes $'...' (escapes read).
+        self.dollar = char == "$" and not self.escaped and not self.quote
         if self.escaped:
             self.escaped = False
         elif char == "\\" and self.quote != "'":
@@ -93,6 +97,8 @@ class _ShellText:
             where = "inside quotes"
         elif self.escaped:
             where = "right after a backslash"
+        elif self.dollar:
+            where = "right after a $"
         elif self.here_document or self.angles == 2:
             where = "after a here-document (<<)"
         if where:

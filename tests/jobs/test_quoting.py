@@ -116,6 +116,7 @@ def test_literal_braces_are_written_doubled():
         ('sh -c "echo {x}"', "inside quotes"),
         ("echo $'a {x}'", "inside quotes"),
         ("echo \\{x}", "right after a backslash"),
+        ("echo ${x}", "right after a \\$"),
         ("cat <<EOF\n{x}\nEOF", "here-document"),
     ],
 )
@@ -133,6 +134,7 @@ def test_a_field_where_a_value_would_not_stay_one_argument_is_refused(template, 
         "cat <<< {x}",
         "sh -c 'echo \"$1\"' sh {x}",
         "echo \\\\ {x} $(basename {x})",
+        "echo \\${x} $HOME/{x}",
     ],
 )
 def test_fields_after_closed_quotes_and_escapes_are_arguments(template):
