@@ -46,19 +46,20 @@ def prove_unix_account(host: Host, username: str, code: str) -> None:
     if host.is_local or not host.host_key:
         raise SignupRefused(f"{host} cannot be used for sign-up: its host key is not recorded.")
     transport = SSHTransport(ssh_target(host, username))
-    timeout = settings.SSH_COMMAND_TIMEOUT
+    # One round trip from this (anonymous) request: who we are, then the file, read once.
+    script = 'id -un; echo @@; cat -- "$1" 2>/dev/null && rm -f -- "$1"'
     try:
-        who = transport.run(["id", "-un"], timeout=timeout)
-        found = transport.run(["cat", "--", PROOF_FILE], timeout=timeout)
-        if found.ok:
-            transport.run(["rm", "-f", "--", PROOF_FILE], timeout=timeout)
+        result = transport.run(
+            ["sh", "-c", script, "sh", PROOF_FILE], timeout=settings.SSH_COMMAND_TIMEOUT
+        )
     except TransportError as exc:
         raise SignupRefused(f"Could not log in to {host} as {username}: {exc}") from None
     finally:
         transport.close()
-    if not who.ok or who.stdout.strip() != username:
+    who, _, found = result.stdout.partition("@@\n")
+    if who.strip() != username:
         raise SignupRefused(f"Logged in to {host}, but the account did not say it is {username}.")
-    if not found.ok or not hmac.compare_digest(found.stdout.strip(), code):
+    if not result.ok or not hmac.compare_digest(found.strip(), code):
         raise SignupRefused(
             f"Logged in to {host} as {username}, but ~/{PROOF_FILE} did not hold the code "
             "shown on this page: write it there from that account, then try again."

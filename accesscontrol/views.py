@@ -1,5 +1,6 @@
 """Pages: the week grid of when and where someone may book, and self-sign-up."""
 
+import functools
 import shlex
 from datetime import timedelta
 from zoneinfo import available_timezones
@@ -97,6 +98,12 @@ def signup(request):
     return render(request, "accesscontrol/signup.html", context, status=status)
 
 
+@functools.cache
+def time_zone_names() -> list[str]:
+    # available_timezones() walks the tzdata files on every call; they change with upgrades.
+    return sorted(available_timezones())
+
+
 @login_required
 def profile(request):
     """Your accounts on the hosts (set by admins), the service key to authorise, your zone."""
@@ -107,13 +114,14 @@ def profile(request):
         messages.success(request, "Saved.")
         return redirect("profile")
     accounts = mine.host_accounts.select_related("host")
+    key = public_key_line()
     context = {
         "form": form,
         "unix_username": mine.unix_username or request.user.get_username(),
         "accounts": accounts,
-        "public_key": public_key_line(),
-        "authorize_command": f"echo {shlex.quote(public_key_line())} >> ~/.ssh/authorized_keys",
-        "time_zones": sorted(available_timezones()),
+        "public_key": key,
+        "authorize_command": f"echo {shlex.quote(key)} >> ~/.ssh/authorized_keys",
+        "time_zones": time_zone_names(),
     }
     status = 400 if request.method == "POST" else 200
     return render(request, "accesscontrol/profile.html", context, status=status)

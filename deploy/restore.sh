@@ -11,6 +11,7 @@ ENV_FILE=${HIVE_ENV_FILE:-/etc/gpuhive/hive.env}
 if [ -r "$ENV_FILE" ]; then set -a; . "$ENV_FILE"; set +a; fi
 DATA=${HIVE_DATA_DIR:-./data}
 umask 077
+mkdir -p "$DATA"  # a fresh machine has none yet: the SQLite copy goes into it
 if [ -n "${DATABASE_URL:-}" ]; then
   pg_restore --clean --if-exists --no-owner --single-transaction \
     --dbname="$DATABASE_URL" "$SRC/database.pgdump"
@@ -19,6 +20,5 @@ else
   rm -f "$DATA/hive.sqlite3-wal" "$DATA/hive.sqlite3-shm"
   sqlite3 "$SRC/hive.sqlite3" ".backup '$DATA/hive.sqlite3'"
 fi
-mkdir -p "$DATA"
 tar -C "$DATA" -xzf "$SRC/data.tar.gz"
 echo "restored $SRC into ${DATABASE_URL:+the PostgreSQL database and }$DATA"

@@ -12,7 +12,7 @@ from django.dispatch import receiver
 
 from monitoring import lease
 from monitoring.signals import cycle_finished
-from reservations.models import Reservation, ReservedDevice
+from reservations.models import Reservation
 
 from .models import QueuedJob, QueueRun
 
@@ -42,8 +42,9 @@ def _dispatch_on_commit(**kwargs):
     transaction.on_commit(lambda: queue_has_work() and queue_dispatch())
 
 
-for model in (Reservation, ReservedDevice):
-    post_save.connect(_dispatch_on_commit, sender=model, dispatch_uid=f"queue-{model.__name__}-s")
-    post_delete.connect(_dispatch_on_commit, sender=model, dispatch_uid=f"queue-{model.__name__}-d")
+# A reservation's slots are written with it (and updated in bulk, without signals), so the
+# reservation's own save or delete is the one event: one round per booking, not per GPU.
+post_save.connect(_dispatch_on_commit, sender=Reservation, dispatch_uid="queue-Reservation-s")
+post_delete.connect(_dispatch_on_commit, sender=Reservation, dispatch_uid="queue-Reservation-d")
 post_save.connect(_dispatch_on_commit, sender=QueuedJob, dispatch_uid="queue-job-saved")
 post_delete.connect(_dispatch_on_commit, sender=QueuedJob, dispatch_uid="queue-job-deleted")

@@ -122,7 +122,10 @@ def open_runs():
 def close_ended_runs() -> int:
     """Ask the hosts which tasks of open runs ended (jobs' sync), then close those runs."""
     runs = list(open_runs())
-    active = Task.objects.filter(job__queue_run__in=runs, status__in=Task.ACTIVE)
+    # Not "starting": such a task has no screen session yet, and a sync would fail it while
+    # its start is still running (interrupted starts are jobs' recover_start's to settle).
+    syncable = [Task.Status.RUNNING, Task.Status.STOPPING]
+    active = Task.objects.filter(job__queue_run__in=runs, status__in=syncable)
     try:
         job_services.sync_tasks(list(active.select_related("host")))
     except remote.RemoteError as exc:  # other hosts were synced; this one is retried next round
@@ -185,8 +188,13 @@ def stop_run(run: QueueRun, reason: str, *, requeue: bool, outcome: str, user=No
         state=State.STOPPING, stop_reason=reason, requeue_after_stop=requeue
     )
     QueueRun.objects.filter(pk=run.pk, ended_at=None).update(outcome=outcome)
-    if not changed:
-        return
+    if changed:
+        stop_running_tasks(run, user)
+
+
+def stop_running_tasks(run: QueueRun, user=None) -> None:
+    """SIGTERM each running task of the run; one that cannot be stopped is recorded and the
+    others are still stopped."""
     for task in run.job.tasks.filter(status=Task.Status.RUNNING).select_related("host"):
         try:
             job_services.stop_task(task, user)
@@ -521,8 +529,7 @@ def start_job(queued: QueuedJob, placed: list[list[Slot]]) -> QueueRun | None:
     if not QueuedJob.objects.filter(pk=queued.pk, state=State.STARTING).update(
         state=State.RUNNING
     ):  # cancelled or preempted while its tasks were starting: stop those started since
-        for task in run.job.tasks.filter(status=Task.Status.RUNNING).select_related("host"):
-            job_services.stop_task(task, None)
+        stop_running_tasks(run)
     return run
 
 

@@ -186,38 +186,42 @@ def check_can_change(reservation: Reservation, user) -> None:
         raise ValidationError("This reservation is over and can no longer be changed.")
 
 
-@transaction.atomic
 def update_reservation(reservation: Reservation, user, **changes) -> Reservation:
     """Edit a reservation. Once started, only its end may move, and not before now."""
     check_can_change(reservation, user)
     now = timezone.now()
-    devices = list(changes.pop("devices", reservation.devices.all()))
+    current = list(reservation.devices.all())
+    devices = list(changes.pop("devices", current))
+    start = changes.get("start", reservation.start)
+    end = changes.get("end", reservation.end)
     # Which rules apply depends on the booking as it stands, not as edited: a future
-    # booking moved into the past must meet the full rules (and fails them).
-    started = reservation.start <= now
-    if started:
-        _check_started_edit(reservation, changes, devices, now)
-        check_devices(reservation.owner, devices, now, changes.get("end", reservation.end))
+    # booking moved into the past must meet the full rules (and fails them). Checked before
+    # the transaction, as in create_reservation, so a refusal's audit record is kept.
+    if reservation.start <= now:
+        _check_started_edit(reservation, changes, set(devices) != set(current), now)
+        check_devices(reservation.owner, devices, now, end)
+    else:
+        check_period(start, end, now, Rules.from_settings())
+        check_devices(reservation.owner, devices, start, end)
+    if set(devices) != set(current):
+        wanted = initial_status(devices)
+        if Reservation.Status.PENDING in (reservation.status, wanted):
+            # New GPUs: an admin decides again where their hosts ask for approval, and a
+            # pending booking moved off such hosts needs nobody's approval any more.
+            reservation.status = wanted
     for field in ("title", "description", "start", "end"):
         if field in changes:
             setattr(reservation, field, changes[field])
-    if not started:
-        check_period(reservation.start, reservation.end, now, Rules.from_settings())
-        check_devices(reservation.owner, devices, reservation.start, reservation.end)
-    new_gpus = set(devices) != set(reservation.devices.all())
-    if new_gpus and Reservation.Status.PENDING in (reservation.status, initial_status(devices)):
-        # New GPUs: an admin decides again where their hosts ask for approval, and a pending
-        # booking moved off such hosts needs nobody's approval any more.
-        reservation.status = initial_status(devices)
-    reservation.save()
-    _save_slots(reservation, devices)
+    with transaction.atomic():
+        reservation.save()
+        _save_slots(reservation, devices)
     return reservation
 
 
-def _check_started_edit(reservation, changes, devices, now) -> None:
+def _check_started_edit(reservation, changes, new_gpus: bool, now) -> None:
     if "start" in changes and changes["start"] != reservation.start:
         raise ValidationError({"start": "The reservation has started: its start cannot move."})
-    if set(devices) != set(reservation.devices.all()):
+    if new_gpus:
         raise ValidationError({"devices": "The reservation has started: its GPUs cannot change."})
     end = changes.get("end", reservation.end)
     if end < now:
