@@ -48,3 +48,23 @@ def test_a_clash_with_another_booking_is_not_audited(owner, other_user, gpus, ev
     with pytest.raises(ValidationError):
         create_reservation(other_user, title="late", devices=gpus[:1], start=start, end=end)
     assert not AuditEvent.objects.filter(action="reservation.refused").exists()
+
+
+def test_an_edit_refused_by_access_control_is_audited_and_changes_nothing(owner, gpus):
+    from datetime import time
+
+    from accesscontrol.models import Grant, Window
+    from reservations.services import update_reservation
+
+    grant = Grant.objects.create(name="mornings", scope=Grant.Scope.ALL)
+    grant.users.add(owner)
+    Window.objects.create(grant=grant, weekdays="0123456", start=time(0), end=time(12))
+    start = tomorrow()[0].replace(hour=8)
+    booking = create_reservation(
+        owner, title="t", devices=gpus[:1], start=start, end=start + timedelta(hours=1)
+    )
+    with pytest.raises(ValidationError):
+        update_reservation(booking, owner, end=start + timedelta(hours=6))
+    booking.refresh_from_db()
+    assert booking.end == start + timedelta(hours=1)
+    assert AuditEvent.objects.filter(action="reservation.refused", actor=owner).count() == 1
