@@ -14,12 +14,6 @@ def utc(*args) -> datetime:
     return datetime(*args, tzinfo=UTC)
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    """Four personas per test: a cheap hasher keeps the matrix quick (not what we test)."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def warsaw(settings):
     settings.SITE_TIME_ZONE = "Europe/Warsaw"
