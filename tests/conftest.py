@@ -1,7 +1,63 @@
-"""Shared fixtures: personas for permission tests and an isolated data directory."""
+"""Shared fixtures (personas for permission tests, an isolated data directory) and the
+selection of the tests that depend on the database profile.
+
+CI runs the suite twice (``.ci/run``): all of it on the embedded profile (SQLite, ORM broker,
+in-memory channel layer), then, with ``HIVE_TESTS=profile``, only the tests marked
+``profile`` on PostgreSQL and Redis: what behaves differently there (the database, the broker
+and the channel layer, faults, races, browsers) and a smoke test of each app. The others
+test logic that does not touch what the profile changes, so a second run would repeat them.
+"""
+
+import os
 
 import pytest
+from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
+
+# Test files that depend on the profile, besides those marked `profile` in their own module.
+# A directory covers every file under it.
+PROFILE_PATHS = (
+    "tests/test_profiles.py",  # which database, broker and channel layer are used
+    "tests/faults/",  # a database, a broker or a worker going away
+    "tests/browser/",  # a web process apart from the test process, on one database
+    "tests/audit/",
+    "tests/reservations/",  # double bookings refused by the database (an exclusion constraint)
+    "tests/monitoring/test_loop.py",  # the lease, taken and renewed under races
+    "tests/monitoring/test_history.py",  # bulk inserts, averaging and retention in SQL
+    "tests/monitoring/test_live.py",  # the channel layer (Redis)
+    "tests/monitoring/test_restart.py",
+    "tests/monitoring/test_ssh_probe.py",  # smoke: monitoring against the real sshd
+    "tests/queueing/test_runs.py",  # GPU claims unique in the database, gang start
+    "tests/queueing/test_dispatch.py",  # rounds handed to the broker
+    "tests/jobs/test_sync.py",  # a stop landing during a sync, decided in SQL
+    "tests/jobs/test_execution.py",  # smoke: jobs through sshd and screen
+    "tests/protection/test_end_to_end.py",  # handlers as broker tasks, real processes
+    "tests/protection/test_handlers.py",
+    "tests/accesscontrol/test_signals.py",  # grant rechecks handed to the broker
+    "tests/accesscontrol/test_api.py",  # smoke
+    "tests/api/test_errors.py",  # database errors turned into answers
+    "tests/api/test_fuzz.py",  # values the database refuses (NUL, out-of-range ids)
+    "tests/api/test_throttling.py",  # counters in the cache
+    "tests/api/test_tokens.py",  # smoke
+    "tests/cli/test_login.py",  # smoke
+    "tests/security/test_deploy_check.py",  # production settings
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the profile's tests; with HIVE_TESTS=profile, run only those."""
+    root = str(config.rootpath) + os.sep
+    for item in items:
+        path = str(item.path).removeprefix(root).replace(os.sep, "/")
+        if path.startswith(PROFILE_PATHS):
+            item.add_marker(pytest.mark.profile)
+    if os.environ.get("HIVE_TESTS") != "profile":
+        return
+    selected = [item for item in items if item.get_closest_marker("profile")]
+    deselected = [item for item in items if not item.get_closest_marker("profile")]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = selected
 
 
 @pytest.fixture(scope="session")
@@ -14,6 +70,12 @@ def hive_data_dir(tmp_path_factory):
 def _isolated_data_dir(settings, hive_data_dir):
     settings.HIVE_DATA_DIR = hive_data_dir
     settings.SSH_KEY_PATH = hive_data_dir / "ssh" / "id_ed25519"
+
+
+@pytest.fixture
+def production_hashers(settings):
+    """Passwords hashed as in production (tests/settings.py makes them cheap elsewhere)."""
+    settings.PASSWORD_HASHERS = django_settings.PRODUCTION_PASSWORD_HASHERS
 
 
 @pytest.fixture

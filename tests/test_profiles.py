@@ -95,3 +95,14 @@ def test_the_channel_layer_and_the_task_broker_use_redis():
     from django_q.brokers import get_broker
 
     assert get_broker().ping()
+
+
+def test_production_hashes_passwords_with_pbkdf2_at_full_cost(tmp_path, production_hashers):
+    """Only the tests' settings make hashing cheap; the service keeps Django's default."""
+    from django.contrib.auth.hashers import PBKDF2PasswordHasher, identify_hasher, make_password
+
+    (hashers,) = settings_in_subprocess(tmp_path, "PASSWORD_HASHERS")
+    assert hashers.startswith("['django.contrib.auth.hashers.PBKDF2PasswordHasher'")
+    encoded = make_password("pw")
+    assert identify_hasher(encoded).algorithm == "pbkdf2_sha256"
+    assert encoded.split("$")[1] == str(PBKDF2PasswordHasher.iterations)

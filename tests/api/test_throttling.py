@@ -7,6 +7,9 @@ from apitokens.models import ApiToken
 
 from .conftest import bearer
 
+# Sign-in limits are about passwords checked as in production, at production's cost.
+pytestmark = pytest.mark.usefixtures("production_hashers")
+
 LOGIN = "/accounts/login/"
 
 

@@ -85,6 +85,10 @@ def asgi_live_server(django_db_setup, django_db_blocker):
     in_memory = any(c.vendor == "sqlite" and c.is_in_memory_db() for c in connections.all())
     require(not in_memory, "a separate server process cannot share an in-memory SQLite database")
     app = partial(make_application, static_wrapper=ASGIStaticFilesHandler)
+    # A fork inherits the parent's open database sockets (PostgreSQL's pool keeps one open):
+    # the server and the tests would then talk through one connection at once and read each
+    # other's rows. Close them all first; each side then opens its own.
+    close_all_connections()
     # The fork inherits pytest-django's guard against database access outside tests.
     server = DaphneProcess("127.0.0.1", app, setup=django_db_blocker.unblock)
     server.start()
@@ -94,3 +98,11 @@ def asgi_live_server(django_db_setup, django_db_blocker):
     yield f"http://127.0.0.1:{server.port.value}"
     server.terminate()
     server.join(timeout=10)
+
+
+def close_all_connections():
+    """Close every connection of this process, and the pools that would keep them open."""
+    for connection in connections.all(initialized_only=True):
+        connection.close()
+        if hasattr(connection, "close_pool"):  # PostgreSQL with a pool (production profile)
+            connection.close_pool()
