@@ -414,3 +414,18 @@ LOGGING = {
     # Connection failures are recorded on the host; paramiko's own tracebacks are noise.
     "loggers": {"paramiko": {"level": "CRITICAL"}},
 }
+
+# --- Supervised workers (serve-workers) ---------------------------------------------------
+# `manage.py workers` (and `serve`) run the django-q2 cluster under a supervisor. A cluster in
+# which no task finished for WORKERS_STALL_SECONDS while work was due and a worker was free is
+# stalled (e.g. a worker killed as next in line holds the task queue's lock for ever: django-q2
+# issue #23): it is killed as a whole and started again, and the reason recorded.
+WORKERS_STALL_SECONDS = envfloat("WORKERS_STALL_SECONDS", max(15 * MONITORING_INTERVAL, 30.0))
+# Stopping: SIGINT to the cluster's process group, then SIGKILL to what is left after this.
+WORKERS_STOP_GRACE_SECONDS = envfloat("WORKERS_STOP_GRACE_SECONDS", 10.0)
+# django-q2 logs a line per task at INFO; the supervisor prints one summary a minute instead.
+Q_LOG_LEVEL = envstr("Q_LOG_LEVEL", "WARNING").upper()
+Q_CLUSTER["log_level"] = Q_LOG_LEVEL
+LOGGING["loggers"]["django-q"] = {"level": Q_LOG_LEVEL}
+# Monitors and load balancers ask /healthz over plain http on the internal network.
+SECURE_REDIRECT_EXEMPT = [r"(^|/)healthz$"]

@@ -9,9 +9,12 @@ after ``MONITORING_LEASE_SECONDS`` and the next run takes over. A run that finds
 held by a live loop returns at once, so at most one worker is busy probing.
 """
 
+import contextlib
 import logging
 import os
+import signal
 import socket
+import threading
 import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -57,10 +60,44 @@ def loop_seconds() -> float:
 def run_probe_loop(run_for: float | None = None, handoff: bool = True) -> str:
     """The scheduled task. Loops while it holds the lease, then hands over to a successor."""
     loop = ProbeLoop()
-    summary = loop.run(run_for or loop_seconds())
+    with _stopping_on_sigint(loop):
+        summary = loop.run(run_for or loop_seconds())
     if handoff and loop.completed:  # if the broker cannot take it, the schedule takes over
         lease.enqueue(LOOP_ACTIVITY, "monitoring.loop.run_probe_loop")
     return summary
+
+
+@contextlib.contextmanager
+def _stopping_on_sigint(loop: "ProbeLoop"):
+    """In a django-q2 worker (which ignores SIGINT) a SIGINT to the cluster's process group
+    means "the workers stop": end the loop after its cycle and free the lease, instead of
+    keeping the cluster's stop waiting for the rest of MONITORING_LOOP_SECONDS."""
+    in_worker = (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    )
+    if in_worker:
+        signal.signal(signal.SIGINT, lambda *_: loop.stop())
+    try:
+        yield
+    finally:
+        if in_worker:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def probe_once_now() -> str:
+    """One cycle at once, outside the workers (the supervisor does it at start), so that the
+    GPU page has data before a worker has even booted. The lease is held for that cycle only,
+    then the loop task takes it; if another loop holds it, there is data already."""
+    loop = ProbeLoop()
+    if not lease.acquire(LOOP_ACTIVITY, loop.holder, lease_seconds()):
+        return "another loop holds the lease"
+    try:
+        loop.cycle_safely()
+        return f"first cycle done by {loop.holder}"
+    finally:
+        lease.release(LOOP_ACTIVITY, loop.holder)
+        loop.executor.shutdown(wait=False, cancel_futures=True)
 
 
 def ensure_schedules() -> None:
@@ -110,7 +147,12 @@ class ProbeLoop:
         self.in_flight: dict[int, tuple[Host, Future]] = {}
         self.last_sample: dict[int, object] = {}
         self.completed = False
+        self.stopping = False
         self.cycles = 0
+
+    def stop(self) -> None:
+        """Ask the loop to end after the cycle in progress (its workers are stopping)."""
+        self.stopping = True
 
     def run(self, run_for: float) -> str:
         """Loop until run_for seconds passed or the lease is lost; returns a summary."""
@@ -119,7 +161,7 @@ class ProbeLoop:
             return f"another loop ({holder}) holds the lease until {expires:%H:%M:%S}"
         deadline = time.monotonic() + run_for
         try:
-            while time.monotonic() < deadline:
+            while time.monotonic() < deadline and not self.stopping:
                 started = time.monotonic()
                 renewed = self.renew_safely()
                 if renewed is False:
@@ -127,8 +169,8 @@ class ProbeLoop:
                 if renewed:
                     self.cycle_safely()
                 time.sleep(max(0.0, self.interval - (time.monotonic() - started)))
-            self.completed = True
-            return f"{self.cycles} cycles"
+            self.completed = not self.stopping
+            return f"{self.cycles} cycles" + (" (stopped)" if self.stopping else "")
         finally:
             lease.release(LOOP_ACTIVITY, self.holder)
             self.executor.shutdown(wait=False, cancel_futures=True)
