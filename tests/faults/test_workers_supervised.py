@@ -1,0 +1,109 @@
+"""Workers killed as the OOM killer kills (SIGKILL) under `manage.py workers`: probing resumes
+and work queued meanwhile runs, each piece once, within a bounded time.
+
+Without the supervisor this is django-q2 issue #23: a worker killed while it waits as next in
+line for the task queue dies holding the queue's lock, and the cluster processes nothing
+again until it is restarted by hand (killing all workers kills that one too). The supervisor
+sees no task finish while work is due, kills the cluster's process group and starts it again.
+"""
+
+import os
+import signal
+import time
+
+import pytest
+from django.utils import timezone
+from django_q.tasks import async_task
+
+from audit.models import AuditEvent
+from monitoring.models import Host, WorkerCluster
+from tests.faults.supervised import Service, fake_local_gpus, service, until, wchan
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+STALL = 4  # WORKERS_STALL_SECONDS
+GRACE = 3  # WORKERS_STOP_GRACE_SECONDS
+RETRY = 20  # Q_RETRY: the ORM broker hands a task taken by a dead cluster out again after it
+ENV = {
+    "MONITORING_INTERVAL": "0.5",
+    "WORKERS_STALL_SECONDS": str(STALL),
+    "WORKERS_STOP_GRACE_SECONDS": str(GRACE),
+    "Q_WORKERS": "3",
+    "Q_TIMEOUT": "15",
+    "Q_RETRY": str(RETRY),
+}
+# After the kill: the quiet time before a heartbeat is due (stall/5, at least 2 s), the stall,
+# the stop (grace), a new cluster's boot on shared cores, and a task taken by the wedged
+# cluster coming back after Q_RETRY.
+BOUND = 2 + STALL + GRACE + 20 + RETRY
+
+
+def note(path: str, token: str) -> None:
+    """The queued work: appends its token to a file, so a second run would show."""
+    with open(path, "a") as out:
+        out.write(token + "\n")
+
+
+@pytest.fixture
+def workers(tmp_path, settings):
+    if settings.REDIS_URL:  # tasks taken by a wedged cluster from Redis are gone: ORM only
+        pytest.skip("the ORM broker's redelivery is what brings taken tasks back")
+    Host.objects.create(name="localhost", address="localhost", transport=Host.Transport.LOCAL)
+    gpu_root = tmp_path / "gpus"
+    fake_local_gpus(gpu_root)
+    env = service(tmp_path / "data", gpu_root, **ENV)
+    workers = Service(["workers"], env, tmp_path / "workers.log")
+    yield workers
+    workers.kill_all()
+
+
+def last_seen():
+    return Host.objects.values_list("last_seen", flat=True).get(name="localhost")
+
+
+def next_in_line(workers: Service) -> int | None:
+    """The idle worker reading the task queue's pipe: it holds the queue's lock."""
+    busy = workers.busy()
+    readers = [p for p in workers.workers() if p not in busy and "pipe_read" in wchan(p)]
+    return readers[0] if len(readers) == 1 else None
+
+
+@pytest.mark.parametrize("victims", ["the next idle worker in line", "all workers"])
+def test_killed_workers_are_replaced_and_work_resumes_each_task_once(workers, tmp_path, victims):
+    until(last_seen, 60, "a first probe", workers)
+    until(lambda: len(workers.workers()) == 3, 60, "three workers up", workers)
+    if victims == "all workers":
+        killed = workers.workers()
+    else:
+        killed = [until(lambda: next_in_line(workers), 30, "an idle worker in line", workers)]
+    for pid in killed:
+        os.kill(pid, signal.SIGKILL)
+    killed_at = timezone.now()
+    started = time.monotonic()
+
+    notes = tmp_path / "notes"
+    tokens = [f"job-{i}" for i in range(5)]
+    for token in tokens:
+        async_task("tests.faults.test_workers_supervised.note", str(notes), token)
+
+    def all_ran():
+        return notes.exists() and sorted(notes.read_text().split()) == tokens
+
+    until(all_ran, BOUND, "the queued work ran", workers)
+    until(lambda: last_seen() > killed_at, BOUND, "probing resumed", workers)
+    took = time.monotonic() - started
+    time.sleep(2)  # a second run of any of them would land now
+    assert sorted(notes.read_text().split()) == tokens  # each once
+
+    cluster = WorkerCluster.objects.get()
+    print(
+        f"\n{victims}: work done and probing again {took:.1f}s after the kill; "
+        f"restarts {cluster.restarts}: {cluster.last_restart_reason}"
+    )
+    if victims == "all workers":  # the one holding the queue's lock was among them
+        assert cluster.restarts >= 1
+    if cluster.restarts:
+        assert "no task finished" in cluster.last_restart_reason
+        event = AuditEvent.objects.get(action="workers.restarted")
+        assert event.detail["reason"] == cluster.last_restart_reason
+    assert workers.cluster_pid() is not None
