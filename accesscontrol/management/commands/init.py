@@ -5,6 +5,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from accesscontrol.firstadmin import write_password_file
 from accesscontrol.services import ensure_default_group
 from monitoring.hostsfile import HostsFileError, read_hosts_file, save_hosts
 from monitoring.setup import create_first_admin, register_localhost, write_site_settings
@@ -67,6 +68,7 @@ class Command(BaseCommand):
         email = email or self.ask("First admin's e-mail", "")
         if password is None and self.interactive:
             password = getpass.getpass("Password (empty: generate one): ") or None
+        generated = password is None
         _, password = create_first_admin(username, email, password)
         self.stdout.write(
             self.style.SUCCESS(
@@ -74,6 +76,9 @@ class Command(BaseCommand):
                 "(shown once; change it after logging in)"
             )
         )
+        if generated:
+            path = write_password_file(username, password)
+            self.stdout.write(f"The password is also in {path} until {username} first signs in.")
 
     def _hosts_file(self, path):
         if path is None and self.interactive:
