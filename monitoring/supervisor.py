@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -50,6 +50,7 @@ STATE_ENV = "HIVE_WORKERS_STATE"
 ACTIVITY = "workers"
 BEAT_TASK = "monitoring.supervisor.beat"
 SUMMARY_EVERY = 60  # seconds between the console's summary lines
+KEEP_STOPPED = timedelta(days=7)
 MANAGE = Path(__file__).resolve().parents[1] / "manage.py"
 
 
@@ -178,6 +179,10 @@ class Supervisor:
 
     def start(self) -> None:
         self._save_row(started_at=timezone.now(), stopped_at=None)
+        try:  # rows of clusters stopped long ago: one per start of serve or workers
+            WorkerCluster.objects.filter(stopped_at__lt=timezone.now() - KEEP_STOPPED).delete()
+        except DatabaseError:
+            pass
         self._start_cluster()
         self._probe_at_once()
 
@@ -209,11 +214,7 @@ class Supervisor:
         now = time.time()
         last = max(state.last_done or 0.0, self.cluster_started)
         if state.ready and now - last >= self.beat_after:
-            if self.due_since is None:
-                self.due_since = now
-            if now - self.last_beat >= self.beat_after / 2:
-                self.last_beat = now
-                lease.enqueue(ACTIVITY, BEAT_TASK, task_name="workers heartbeat", save=False)
+            self._make_work_due(now)
         else:
             self.due_since = None
         stalled = self.due_since is not None and now - self.due_since >= self.stall
@@ -224,6 +225,17 @@ class Supervisor:
             )
             return
         self._heartbeat(state)
+
+    def _make_work_due(self, now: float) -> None:
+        """All quiet: queue a heartbeat task (again every half a quiet period). Work is due
+        only once one was queued: with the database or Redis gone a restart would not help,
+        and the failure to queue is recorded on the activity."""
+        if now - self.last_beat < self.beat_after / 2:
+            return
+        self.last_beat = now
+        queued = lease.enqueue(ACTIVITY, BEAT_TASK, task_name="workers heartbeat", save=False)
+        if queued and self.due_since is None:
+            self.due_since = now
 
     def read_state(self) -> WorkerState:
         state = WorkerState()
@@ -330,7 +342,10 @@ class Supervisor:
 
 def _probe_age() -> str:
     when = Activity.objects.filter(name=LOOP_ACTIVITY).values_list("last_success_at", flat=True)
-    last = when.first()
+    try:
+        last = when.first()
+    except DatabaseError:
+        return "unknown (the database does not answer)"
     if last is None:
         return "never"
     return f"{(timezone.now() - last).total_seconds():.0f}s ago"
