@@ -104,3 +104,11 @@ def test_a_database_that_does_not_answer_is_503_not_500(tmp_path):
     assert body["status"] == "failing"
     assert body["checks"]["database"] == {"ok": False}
     assert body["checks"]["tasks"] == {"ok": False, "age_seconds": None}
+
+
+def test_a_load_balancer_may_ask_over_plain_http_behind_the_https_redirect(
+    client, heartbeat, settings
+):
+    settings.SECURE_SSL_REDIRECT = True
+    assert client.get("/accounts/login/").status_code == 301  # pages go to https
+    assert client.get("/healthz").status_code == 200
