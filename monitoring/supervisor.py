@@ -351,13 +351,18 @@ def _probe_age() -> str:
     return f"{(timezone.now() - last).total_seconds():.0f}s ago"
 
 
-def run_until_signalled(supervisor: Supervisor, also=None) -> str:
-    """Start the supervisor and check it every second until SIGINT or SIGTERM (or ``also()``,
-    e.g. the web process's check, returns a reason to stop); returns why it stopped. The
-    caller then stops what it runs."""
+def catch_stop_signals() -> list[str]:
+    """From now on SIGINT and SIGTERM only note that a stop was asked (the list fills)."""
     stopping: list[str] = []
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda n, _: stopping.append(signal.Signals(n).name))
+    return stopping
+
+
+def run_until_signalled(supervisor: Supervisor, stopping: list[str], also=None) -> str:
+    """Start the supervisor and check it every second until a stop signal came (see
+    ``catch_stop_signals``) or ``also()`` (e.g. the web process's check) gives a reason to
+    stop; returns why. The caller then stops what it runs, in a ``finally``."""
     supervisor.start()
     next_check = time.monotonic()
     while not stopping:
@@ -366,7 +371,19 @@ def run_until_signalled(supervisor: Supervisor, also=None) -> str:
             stopping.append(reason)
             break
         if time.monotonic() >= next_check:
-            supervisor.check()
+            _check_safely(supervisor)
             next_check = time.monotonic() + 1
         time.sleep(0.2)
     return stopping[0]
+
+
+def _check_safely(supervisor: Supervisor) -> None:
+    """A bug in one check must not end the service, nor go unseen."""
+    try:
+        supervisor.check()
+    except Exception as exc:
+        log.exception("workers: the supervisor's check failed")
+        try:
+            lease.record_failure(ACTIVITY, f"{supervisor.name}: check failed: {exc!r}")
+        except DatabaseError:
+            pass

@@ -58,24 +58,27 @@ class Service:
     def cluster_pid(self) -> int | None:
         """The qcluster process the supervisor runs (the leader of its own group)."""
         for pid in self.tree():
-            if pid != self.proc.pid and environ(pid).get(STATE_ENV) and os.getpgid(pid) == pid:
+            if pid != self.proc.pid and environ(pid).get(STATE_ENV) and pgid(pid) == pid:
                 return pid
         return None
 
+    def state_dir(self) -> tuple[int, Path] | tuple[None, None]:
+        """The cluster's pid and the directory its workers note their tasks in."""
+        pid = self.cluster_pid()
+        state = environ(pid).get(STATE_ENV) if pid else None
+        return (pid, Path(state)) if state else (None, None)
+
     def workers(self) -> list[int]:
         """The cluster's worker processes: those that noted themselves in the state dir."""
-        pid = self.cluster_pid()
+        pid, state = self.state_dir()
         if pid is None:
             return []
-        state = Path(environ(pid)[STATE_ENV])
-        members = set(group_members(pid))
         noted = {int(p.name.split("-")[1]) for p in state.glob("done-*")}
-        return sorted(members & noted)
+        return sorted(set(group_members(pid)) & noted)
 
     def busy(self) -> set[int]:
-        pid = self.cluster_pid()
-        state = Path(environ(pid)[STATE_ENV])
-        return {int(p.name.split("-")[1]) for p in state.glob("busy-*")}
+        _, state = self.state_dir()
+        return {int(p.name.split("-")[1]) for p in state.glob("busy-*")} if state else set()
 
     def signal(self, signum: int) -> float:
         """Send a signal to the service; seconds until it returned."""
@@ -106,6 +109,13 @@ def environ(pid: int) -> dict:
     return dict(
         item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item
     )
+
+
+def pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:  # a short-lived process (ps, nvidia-smi) ended meanwhile
+        return None
 
 
 def session_members(sid: int) -> list[int]:

@@ -10,7 +10,12 @@ from django.core.management.base import BaseCommand
 from django.utils.module_loading import module_has_submodule
 
 from monitoring.loop import ensure_schedules
-from monitoring.supervisor import Supervisor, run_until_signalled, stop_group
+from monitoring.supervisor import (
+    Supervisor,
+    catch_stop_signals,
+    run_until_signalled,
+    stop_group,
+)
 
 ASGI_APP = "hiveproject.asgi:application"
 
@@ -39,6 +44,7 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
 
     def handle(self, bind, port, **options):
+        stopping = catch_stop_signals()  # before any child exists: none is left behind
         ensure_schedules()  # the probing loop's watchdog and history retention
         ensure_app_schedules()  # reminders and usage of reservations
         web = subprocess.Popen(
@@ -51,8 +57,10 @@ class Command(BaseCommand):
         def web_exited():
             return web.poll() is not None and "the web app stopped by itself"
 
-        why = run_until_signalled(workers, also=web_exited)
-        self._stop(web, workers)
+        try:
+            why = run_until_signalled(workers, stopping, also=web_exited)
+        finally:
+            self._stop(web, workers)
         if why == "the web app stopped by itself":
             self.stderr.write(f"{why} (code {web.returncode}); stopped the workers")
             sys.exit(1)

@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand
 
 from monitoring.loop import ensure_schedules
 from monitoring.management.commands.serve import ensure_app_schedules
-from monitoring.supervisor import Supervisor, run_until_signalled
+from monitoring.supervisor import Supervisor, catch_stop_signals, run_until_signalled
 
 
 class Command(BaseCommand):
@@ -13,9 +13,12 @@ class Command(BaseCommand):
     )
 
     def handle(self, **options):
+        stopping = catch_stop_signals()
         ensure_schedules()  # the probing loop's watchdog and history retention
         ensure_app_schedules()  # reminders and usage of reservations
         supervisor = Supervisor()
-        why = run_until_signalled(supervisor)
-        supervisor.stop()
+        try:
+            why = run_until_signalled(supervisor, stopping)
+        finally:
+            supervisor.stop()
         self.stdout.write(f"Workers stopped ({why}).")
