@@ -13,6 +13,7 @@ import time
 
 import pytest
 from django.utils import timezone
+from django_q.brokers import get_broker
 from django_q.tasks import async_task
 
 from audit.models import AuditEvent
@@ -46,8 +47,8 @@ def note(path: str, token: str) -> None:
 
 @pytest.fixture
 def workers(tmp_path, settings):
-    if settings.REDIS_URL:  # tasks taken by a wedged cluster from Redis are gone: ORM only
-        pytest.skip("the ORM broker's redelivery is what brings taken tasks back")
+    broker = get_broker()
+    broker.purge_queue()  # on Redis, tasks earlier tests left would run on these workers
     Host.objects.create(name="localhost", address="localhost", transport=Host.Transport.LOCAL)
     gpu_root = tmp_path / "gpus"
     fake_local_gpus(gpu_root)
@@ -55,10 +56,15 @@ def workers(tmp_path, settings):
     workers = Service(["workers"], env, tmp_path / "workers.log")
     yield workers
     workers.kill_all()
+    broker.purge_queue()
 
 
 def last_seen():
     return Host.objects.values_list("last_seen", flat=True).get(name="localhost")
+
+
+def restarted() -> bool:
+    return WorkerCluster.objects.filter(restarts__gte=1).exists()
 
 
 def next_in_line(workers: Service) -> int | None:
@@ -69,7 +75,11 @@ def next_in_line(workers: Service) -> int | None:
 
 
 @pytest.mark.parametrize("victims", ["the next idle worker in line", "all workers"])
-def test_killed_workers_are_replaced_and_work_resumes_each_task_once(workers, tmp_path, victims):
+def test_killed_workers_are_replaced_and_work_resumes_each_task_once(
+    workers, tmp_path, victims, settings
+):
+    if settings.REDIS_URL and victims != "all workers":
+        pytest.skip("on Redis, work queued while the cluster stalls is lost (README, Workers)")
     until(last_seen, 60, "a first probe", workers)
     until(lambda: len(workers.workers()) == 3, 60, "three workers up", workers)
     if victims == "all workers":
@@ -80,6 +90,10 @@ def test_killed_workers_are_replaced_and_work_resumes_each_task_once(workers, tm
         os.kill(pid, signal.SIGKILL)
     killed_at = timezone.now()
     started = time.monotonic()
+    if settings.REDIS_URL:
+        # Tasks a stalled cluster took off Redis are gone with it (no acknowledgement in
+        # django-q2's Redis broker; README, Workers): here the work comes after the restart.
+        until(restarted, BOUND, "the stalled cluster restarted", workers)
 
     notes = tmp_path / "notes"
     tokens = [f"job-{i}" for i in range(5)]
