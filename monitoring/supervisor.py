@@ -208,7 +208,10 @@ class Supervisor:
         close_old_connections()  # a long-lived process: drop connections a restart cut
         code = self.cluster.poll()
         if code is not None:
-            self.restart(f"the cluster exited by itself (code {code})")
+            # One that cannot even start (bad settings) is retried once per stall period,
+            # not in a tight loop of restarts and audit records.
+            if time.time() - self.cluster_started >= self.stall:
+                self.restart(f"the cluster exited by itself (code {code})")
             return
         state = self.read_state()
         now = time.time()
