@@ -18,6 +18,7 @@ from django_q.tasks import async_task
 
 from audit.models import AuditEvent
 from monitoring.models import Host, WorkerCluster
+from monitoring.supervisor import group_members
 from tests.faults.supervised import Service, fake_local_gpus, service, until, wchan
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -121,3 +122,19 @@ def test_killed_workers_are_replaced_and_work_resumes_each_task_once(
         event = AuditEvent.objects.get(action="workers.restarted")
         assert event.detail["reason"] == cluster.last_restart_reason
     assert workers.cluster_pid() is not None
+
+
+def test_a_cluster_whose_top_process_died_is_replaced_whole(workers, settings):
+    """SIGKILL to qcluster's top process alone: its sentinel and workers live on without it.
+    The supervisor kills what is left of that group and starts a new cluster."""
+    until(lambda: len(workers.workers()) == 3, 60, "three workers up", workers)
+    old = workers.cluster_pid()
+    orphans = group_members(old)
+    os.kill(old, signal.SIGKILL)
+    until(restarted, 3 * STALL + GRACE + 20, "the cluster restarted", workers)
+    assert "the cluster exited by itself" in WorkerCluster.objects.get().last_restart_reason
+    assert not [pid for pid in orphans if pid in group_members(old)]
+    until(lambda: len(workers.workers()) == 3, 60, "three new workers up", workers)
+    assert workers.cluster_pid() != old
+    seen = last_seen()
+    until(lambda: last_seen() > seen, 30, "probing goes on", workers)
