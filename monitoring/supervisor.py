@@ -179,8 +179,8 @@ class Supervisor:
 
     def start(self) -> None:
         self._save_row(started_at=timezone.now(), stopped_at=None)
-        try:  # rows of clusters stopped long ago: one per start of serve or workers
-            WorkerCluster.objects.filter(stopped_at__lt=timezone.now() - KEEP_STOPPED).delete()
+        try:  # rows of clusters gone long ago (stopped, or silent: their machine died)
+            WorkerCluster.objects.filter(last_check_at__lt=timezone.now() - KEEP_STOPPED).delete()
         except DatabaseError:
             pass
         self._start_cluster()
