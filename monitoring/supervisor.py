@@ -355,9 +355,10 @@ def _probe_age() -> str:
 
 
 def catch_stop_signals() -> list[str]:
-    """From now on SIGINT and SIGTERM only note that a stop was asked (the list fills)."""
+    """From now on SIGINT, SIGTERM and SIGHUP (the terminal closed) only note that a stop
+    was asked (the list fills); the caller stops its children in order."""
     stopping: list[str] = []
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, lambda n, _: stopping.append(signal.Signals(n).name))
     return stopping
 
