@@ -414,3 +414,8 @@ LOGGING = {
     # Connection failures are recorded on the host; paramiko's own tracebacks are noise.
     "loggers": {"paramiko": {"level": "CRITICAL"}},
 }
+
+# --- Scale and speed (issue 18) ------------------------------------------------------------
+# Probe SSH hosts through a long-lived probe loop per host (monitoring/sessions.py), asked
+# for one sample per cycle; off: a one-shot probe (a new channel and shell) every cycle.
+MONITORING_PROBE_SESSIONS = envbool("MONITORING_PROBE_SESSIONS", True)

@@ -193,16 +193,31 @@ class SSHTransport:
             self._client = self._connect()
         return self._client
 
-    def run(self, argv: list[str], timeout: float, stdin: str | None = None) -> CommandResult:
+    def _open_channel(self) -> paramiko.Channel:
         with self._lock:
             client = self._connected_client()
             try:
-                chan = client.get_transport().open_session(timeout=self.target.connect_timeout)
+                return client.get_transport().open_session(timeout=self.target.connect_timeout)
             except (OSError, paramiko.SSHException, EOFError) as exc:
                 self.close()
                 raise Unreachable(
                     f"connection to {self.target.address} lost: {_reason(exc)}"
                 ) from None
+
+    def start(self, argv: list[str]) -> paramiko.Channel:
+        """Start a long-running command; the caller talks to it over the returned channel
+        (its stdin and stdout) and closes it."""
+        chan = self._open_channel()
+        try:
+            chan.exec_command(shlex.join(argv))
+        except (OSError, paramiko.SSHException, EOFError) as exc:
+            chan.close()
+            self.close()
+            raise Unreachable(f"connection to {self.target.address} lost: {_reason(exc)}") from None
+        return chan
+
+    def run(self, argv: list[str], timeout: float, stdin: str | None = None) -> CommandResult:
+        chan = self._open_channel()
         try:
             chan.exec_command(shlex.join(argv))
             if stdin is not None:
@@ -227,6 +242,15 @@ class SSHTransport:
             self._client = None
 
 
+def wait_readable(chan: paramiko.Channel, timeout: float) -> None:
+    """Wait until chan has something to read or ended, at most timeout seconds. poll, not
+    select: select cannot watch a descriptor numbered 1024 or more, and a loop probing
+    hundreds of hosts holds more descriptors than that."""
+    poller = select.poll()
+    poller.register(chan.fileno(), select.POLLIN)
+    poller.poll(max(0, int(timeout * 1000)))
+
+
 def _drain(chan: paramiko.Channel, deadline: float) -> tuple[str, str]:
     """Read stdout and stderr until the command exits, or raise at the deadline."""
     out, err = bytearray(), bytearray()
@@ -234,7 +258,7 @@ def _drain(chan: paramiko.Channel, deadline: float) -> tuple[str, str]:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise CommandTimeout()
-        select.select([chan], [], [], min(remaining, 0.5))
+        wait_readable(chan, min(remaining, 0.5))
         while chan.recv_ready():
             out += chan.recv(65536)
         while chan.recv_stderr_ready():
