@@ -3,6 +3,7 @@
 from django.db import transaction
 from django.utils import timezone
 
+from .bulk import update_many
 from .models import Device, Host
 from .probes import ProbeResult, probe_host
 from .transport import HostKey
@@ -70,7 +71,7 @@ def record_steady_probes(probed: list[tuple[Host, ProbeResult, float]], now) -> 
             steady.append((host, result))
         else:
             changed.append((host, result, seconds))
-    Host.objects.bulk_update([host for host, _ in steady], PROBE_FIELDS, batch_size=200)
+    update_many([host for host, _ in steady], PROBE_FIELDS)
     seen = [host.pk for host, result in steady if result.gpus]
     Device.objects.filter(host_id__in=seen, status=Device.Status.PRESENT).update(last_seen=now)
     return changed
