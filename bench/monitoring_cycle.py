@@ -9,8 +9,10 @@ measured, not the hosts' start-up files. For each N it prints, on a fresh SQLite
 database, for each way of probing (--ways, interleaved, REPEATS rounds of CYCLES cycles):
 
 - cycle s: the median wall time of one full cycle of the real loop (probe, parse, record,
-  history, signal, publish), waiting for every host;
-- CPU ms/host: the service's CPU time (user + system, all its threads) per host per cycle.
+  history, signal, publish), waiting for every host; cycles start every
+  MONITORING_INTERVAL (2 s), as in the loop;
+- CPU ms/host: the service's CPU time (user + system, all its threads, idle time between
+  cycles included) per host per cycle.
 
 Ways: `session` (the default loop: a probe session per host, steady probes recorded in
 bulk), `one-shot` (a new channel and shell per probe, MONITORING_PROBE_SESSIONS off),
@@ -20,7 +22,8 @@ With --fresh it also times the TensorHive way (six separate commands over a fres
 each, concurrently across hosts) and a bare client's floor, as in earlier README tables.
 
 Run: .venv/bin/python bench/monitoring_cycle.py [--fresh] [--ways a,b] [N ...]
-(default N: 10 50 100 200). History is stored every cycle (the worst case).
+(default N: 10 50 100 200). History is stored every cycle (the worst case) unless
+--history-step says otherwise (the default setting is 10 s: one cycle in five).
 """
 
 import argparse
@@ -154,7 +157,9 @@ def way(name: str):
 
 
 def measure(loop: ProbeLoop, n: int, name: str) -> tuple[list[float], float]:
-    """CYCLES cycles: their wall times, and the service's CPU seconds in all."""
+    """CYCLES cycles, one every MONITORING_INTERVAL as the loop runs them (a longer cycle
+    starts the next at once): their wall times, and the service's CPU seconds in all,
+    idle time between cycles included."""
     walls = []
     with way(name):
         cpu = time.process_time()
@@ -162,6 +167,7 @@ def measure(loop: ProbeLoop, n: int, name: str) -> tuple[list[float], float]:
             started = time.perf_counter()
             full_cycle(loop, n)
             walls.append(time.perf_counter() - started)
+            time.sleep(max(0.0, settings.MONITORING_INTERVAL - walls[-1]))
         cpu = time.process_time() - cpu
     return walls, cpu
 
@@ -289,9 +295,9 @@ def stop(sshd: Sshd) -> None:
         sshd.proc.wait(timeout=10)
 
 
-def main(sizes: list[int], ways: list[str], fresh: bool) -> None:
+def main(sizes: list[int], ways: list[str], fresh: bool, history_step: float) -> None:
     os.sched_setaffinity(0, SERVICE_CPUS)  # before any thread: they inherit it
-    settings.MONITORING_HISTORY_STEP = 0  # store history every cycle, the worst case
+    settings.MONITORING_HISTORY_STEP = history_step
     call_command("migrate", verbosity=0)
     sleepers = [subprocess.Popen(["sleep", "3600"]) for _ in range(GPUS_PER_HOST)]
     workdir = Path(os.environ["HIVE_DATA_DIR"])
@@ -299,7 +305,8 @@ def main(sizes: list[int], ways: list[str], fresh: bool) -> None:
     print(
         f"{os.cpu_count()} CPUs (service on {sorted(SERVICE_CPUS)}, hosts on "
         f"{sorted(host_cpus())}), SQLite file database, {GPUS_PER_HOST} GPUs per host, "
-        f"{REPEATS} interleaved rounds of {CYCLES} cycles; load average "
+        f"{REPEATS} interleaved rounds of {CYCLES} cycles, history step {history_step:g} s; "
+        "load average "
         f"{os.getloadavg()[0]:.1f}"
     )
     print("    N  way        cycle s  CPU ms/host/cycle")
@@ -328,5 +335,6 @@ if __name__ == "__main__":
     parser.add_argument("sizes", nargs="*", type=int, default=[10, 50, 100, 200])
     parser.add_argument("--ways", default=",".join(WAYS))
     parser.add_argument("--fresh", action="store_true")
+    parser.add_argument("--history-step", type=float, default=0.0)
     args = parser.parse_args()
-    main(args.sizes, args.ways.split(","), args.fresh)
+    main(args.sizes, args.ways.split(","), args.fresh, args.history_step)
