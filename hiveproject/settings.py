@@ -419,3 +419,8 @@ LOGGING = {
 # Probe SSH hosts through a long-lived probe loop per host (monitoring/sessions.py), asked
 # for one sample per cycle; off: a one-shot probe (a new channel and shell) every cycle.
 MONITORING_PROBE_SESSIONS = envbool("MONITORING_PROBE_SESSIONS", True)
+# API answers written by orjson (same bytes as DRF's JSON renderer), the browsable API kept.
+REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"] = [
+    "hiveproject.renderers.FastJSONRenderer",
+    "rest_framework.renderers.BrowsableAPIRenderer",
+]
