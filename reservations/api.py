@@ -2,6 +2,7 @@
 
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.response import Response
@@ -115,21 +116,28 @@ def reservation_rows(queryset) -> list[dict]:
     fields = ["id", "title", "description", "start", "end", "owner__username", "status", "note"]
     rows = list(queryset.prefetch_related(None).values(*fields))
     devices = _device_ids([row["id"] for row in rows])
-    when = serializers.DateTimeField()
+    zone = timezone.get_current_timezone()
     return [
         {
             "id": row["id"],
             "title": row["title"],
             "description": row["description"],
             "devices": devices.get(row["id"], []),
-            "start": when.to_representation(row["start"]),
-            "end": when.to_representation(row["end"]),
+            "start": iso_time(row["start"], zone),
+            "end": iso_time(row["end"], zone),
             "owner": row["owner__username"],
             "status": row["status"],
             "note": row["note"],
         }
         for row in rows
     ]
+
+
+def iso_time(value, zone) -> str:
+    """A time as DRF's DateTimeField writes it (in the current zone, "Z" for UTC), without
+    its settings lookups per value."""
+    text = value.astimezone(zone).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def _device_ids(reservation_ids: list[int]) -> dict[int, list[int]]:
