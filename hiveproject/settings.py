@@ -424,3 +424,8 @@ REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"] = [
     "hiveproject.renderers.FastJSONRenderer",
     "rest_framework.renderers.BrowsableAPIRenderer",
 ]
+# HTML and JSON go out compressed to clients that accept it (lists and the board shrink
+# 5-10×); outermost, so it compresses what every other middleware wrote. Static files come
+# precompressed from whitenoise. CSRF tokens are masked per response, so the compression
+# does not leak them (BREACH).
+MIDDLEWARE.insert(0, "django.middleware.gzip.GZipMiddleware")
