@@ -8,6 +8,7 @@ from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.response import Response
 
 from hiveproject.ids import IdField
+from hiveproject.renderers import iso_time
 from monitoring.models import Device
 
 from . import services
@@ -131,13 +132,6 @@ def reservation_rows(queryset) -> list[dict]:
         }
         for row in rows
     ]
-
-
-def iso_time(value, zone) -> str:
-    """A time as DRF's DateTimeField writes it (in the current zone, "Z" for UTC), without
-    its settings lookups per value."""
-    text = value.astimezone(zone).isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def _device_ids(reservation_ids: list[int]) -> dict[int, list[int]]:
