@@ -429,3 +429,18 @@ Q_CLUSTER["log_level"] = Q_LOG_LEVEL
 LOGGING["loggers"]["django-q"] = {"level": Q_LOG_LEVEL}
 # Monitors and load balancers ask /healthz over plain http on the internal network.
 SECURE_REDIRECT_EXEMPT = [r"(^|/)healthz$"]
+
+# --- Scale and speed (issue 18) ------------------------------------------------------------
+# Probe SSH hosts through a long-lived probe loop per host (monitoring/sessions.py), asked
+# for one sample per cycle; off: a one-shot probe (a new channel and shell) every cycle.
+MONITORING_PROBE_SESSIONS = envbool("MONITORING_PROBE_SESSIONS", True)
+# API answers written by orjson (same bytes as DRF's JSON renderer), the browsable API kept.
+REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"] = [
+    "hiveproject.renderers.FastJSONRenderer",
+    "rest_framework.renderers.BrowsableAPIRenderer",
+]
+# HTML and JSON go out compressed to clients that accept it (lists and the board shrink
+# 5-10×); outermost, so it compresses what every other middleware wrote. Static files come
+# precompressed from whitenoise. CSRF tokens are masked per response, so the compression
+# does not leak them (BREACH).
+MIDDLEWARE.insert(0, "django.middleware.gzip.GZipMiddleware")
