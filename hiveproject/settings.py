@@ -133,6 +133,7 @@ INSTALLED_APPS = [
     "jobs",
     "protection",
     "queueing",
+    "fairuse",
     "audit",
     "apitokens",
 ]
@@ -414,3 +415,13 @@ LOGGING = {
     # Connection failures are recorded on the host; paramiko's own tracebacks are noise.
     "loggers": {"paramiko": {"level": "CRITICAL"}},
 }
+
+# --- Fair use: idle bookings given back (fairuse/) ---------------------------------------
+# The site's idle rule, where no host or group has its own (admin → Fair use → idle
+# policies): off | warn | release. A reserved GPU is idle while it shows none of the owner's
+# processes and a load under RESERVATION_IDLE_UTILIZATION %; a booking with GPUs idle this
+# many minutes is warned, and with "release" its idle GPUs go back GRACE minutes later
+# unless the owner keeps it.
+FAIRUSE_IDLE_ACTION = envstr("FAIRUSE_IDLE_ACTION", "off")
+FAIRUSE_IDLE_MINUTES = envint("FAIRUSE_IDLE_MINUTES", 30)
+FAIRUSE_IDLE_GRACE_MINUTES = envint("FAIRUSE_IDLE_GRACE_MINUTES", 15)

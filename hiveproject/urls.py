@@ -6,6 +6,7 @@ from rest_framework.routers import DefaultRouter
 import accesscontrol.urls
 import apitokens.urls
 import apitokens.views
+import fairuse.urls
 import jobs.urls
 import protection.urls
 import queueing.urls
@@ -23,6 +24,7 @@ for app_urls in (
     protection.urls,
     queueing.urls,
     apitokens.urls,
+    fairuse.urls,
 ):
     for prefix, viewset in app_urls.api_routes:
         router.register(prefix, viewset)
@@ -43,6 +45,7 @@ urlpatterns = [
     path("jobs/", include("jobs.urls")),
     path("protection/", include("protection.urls")),
     path("queue/", include("queueing.urls")),
+    path("fairuse/", include("fairuse.urls")),
     path("", include("monitoring.urls")),
 ]
 # A URL no route matches answers JSON under /api/, like every other API error.
