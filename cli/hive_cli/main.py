@@ -226,6 +226,16 @@ def cancel(ids):
         click.echo(f"{'Ended' if started else 'Cancelled'} #{booking_id} {booking['title']!r}.")
 
 
+@cli.command()
+@click.argument("ids", nargs=-1, type=int, required=True)
+def keep(ids):
+    """Keep reservations by ID: their idle GPUs are not given back before they end."""
+    api, _ = connect()
+    for booking_id in ids:
+        notice = api.post("idle-notices/keep/", {"reservation": booking_id})
+        click.echo(f"Kept #{booking_id}: {notice['outcome']}")
+
+
 for command in jobcommands.COMMANDS:
     cli.add_command(command)
 
