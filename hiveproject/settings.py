@@ -425,3 +425,9 @@ LOGGING = {
 FAIRUSE_IDLE_ACTION = envstr("FAIRUSE_IDLE_ACTION", "off")
 FAIRUSE_IDLE_MINUTES = envint("FAIRUSE_IDLE_MINUTES", 30)
 FAIRUSE_IDLE_GRACE_MINUTES = envint("FAIRUSE_IDLE_GRACE_MINUTES", 15)
+
+# --- Fair use: fair-share in the queue (queueing/fairshare.py) ----------------------------
+# GPU-hours from bookings and queue runs count half after this many hours (0: no fair-share);
+# the factors are cached this many seconds for pages and the API.
+QUEUE_FAIRSHARE_HALF_LIFE_HOURS = envfloat("QUEUE_FAIRSHARE_HALF_LIFE_HOURS", 168.0)
+QUEUE_FAIRSHARE_CACHE_SECONDS = envint("QUEUE_FAIRSHARE_CACHE_SECONDS", 60)

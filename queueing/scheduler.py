@@ -360,10 +360,22 @@ class Round:
 
 def plan_round(now: datetime) -> Plan:
     state = Round(now)
-    waiting = services.waiting_in_order().select_related("owner", "group")
-    for queued in waiting.prefetch_related("tasks__devices"):
+    related = QueuedJob.objects.select_related("owner", "group").prefetch_related("tasks__devices")
+    waiting = services.waiting_in_order(related)
+    for queued in waiting:
         state.consider(queued)
+    add_fair_share(state.plan, waiting)
     return state.plan
+
+
+def add_fair_share(plan: Plan, waiting: list[QueuedJob]) -> None:
+    """Say each waiting user's factor where it orders them among equals."""
+    shares = services.waiting_shares(waiting)
+    if not shares.user_average:
+        return
+    for queued in waiting:
+        if queued.pk in plan.waiting:
+            plan.waiting[queued.pk].append(shares.sentence(queued.owner_id, queued.group_id))
 
 
 # --- why a job waits ---------------------------------------------------------------------------
