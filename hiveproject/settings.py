@@ -134,6 +134,7 @@ INSTALLED_APPS = [
     "protection",
     "queueing",
     "fairuse",
+    "accounting",
     "audit",
     "apitokens",
 ]
@@ -431,3 +432,7 @@ FAIRUSE_IDLE_GRACE_MINUTES = envint("FAIRUSE_IDLE_GRACE_MINUTES", 15)
 # the factors are cached this many seconds for pages and the API.
 QUEUE_FAIRSHARE_HALF_LIFE_HOURS = envfloat("QUEUE_FAIRSHARE_HALF_LIFE_HOURS", 168.0)
 QUEUE_FAIRSHARE_CACHE_SECONDS = envint("QUEUE_FAIRSHARE_CACHE_SECONDS", 60)
+
+# --- Fair use: accounting (accounting/) ---------------------------------------------------
+# Grams of CO2e per kWh the GPUs draw (the lab's grid; e.g. 350 for a European average).
+ACCOUNTING_EMISSION_G_PER_KWH = envfloat("ACCOUNTING_EMISSION_G_PER_KWH", 350.0)

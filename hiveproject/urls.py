@@ -4,6 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 import accesscontrol.urls
+import accounting.urls
 import apitokens.urls
 import apitokens.views
 import fairuse.urls
@@ -25,6 +26,7 @@ for app_urls in (
     queueing.urls,
     apitokens.urls,
     fairuse.urls,
+    accounting.urls,
 ):
     for prefix, viewset in app_urls.api_routes:
         router.register(prefix, viewset)
@@ -46,6 +48,7 @@ urlpatterns = [
     path("protection/", include("protection.urls")),
     path("queue/", include("queueing.urls")),
     path("fairuse/", include("fairuse.urls")),
+    path("usage/", include("accounting.urls")),
     path("", include("monitoring.urls")),
 ]
 # A URL no route matches answers JSON under /api/, like every other API error.
