@@ -436,3 +436,5 @@ QUEUE_FAIRSHARE_CACHE_SECONDS = envint("QUEUE_FAIRSHARE_CACHE_SECONDS", 60)
 # --- Fair use: accounting (accounting/) ---------------------------------------------------
 # Grams of CO2e per kWh the GPUs draw (the lab's grid; e.g. 350 for a European average).
 ACCOUNTING_EMISSION_G_PER_KWH = envfloat("ACCOUNTING_EMISSION_G_PER_KWH", 350.0)
+# /metrics also exports these collectors (dotted paths): per-user usage counters.
+METRICS_EXTRA_COLLECTORS = envlist("METRICS_EXTRA_COLLECTORS", "accounting.metrics.UsageCollector")
