@@ -129,6 +129,7 @@ INSTALLED_APPS = [
     "channels",
     "monitoring",
     "accesscontrol",
+    "notifications",
     "reservations",
     "jobs",
     "protection",
@@ -438,3 +439,10 @@ QUEUE_FAIRSHARE_CACHE_SECONDS = envint("QUEUE_FAIRSHARE_CACHE_SECONDS", 60)
 ACCOUNTING_EMISSION_G_PER_KWH = envfloat("ACCOUNTING_EMISSION_G_PER_KWH", 350.0)
 # /metrics also exports these collectors (dotted paths): per-user usage counters.
 METRICS_EXTRA_COLLECTORS = envlist("METRICS_EXTRA_COLLECTORS", "accounting.metrics.UsageCollector")
+
+# --- Fair use: notifications (notifications/) --------------------------------------------
+# A failed delivery is retried after NOTIFY_RETRY_SECONDS, doubling each time (at most an
+# hour), and given up after NOTIFY_MAX_ATTEMPTS tries; one webhook call waits this long.
+NOTIFY_RETRY_SECONDS = envint("NOTIFY_RETRY_SECONDS", 30)
+NOTIFY_MAX_ATTEMPTS = envint("NOTIFY_MAX_ATTEMPTS", 6)
+NOTIFY_SEND_TIMEOUT = envfloat("NOTIFY_SEND_TIMEOUT", 10.0)

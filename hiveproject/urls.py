@@ -9,6 +9,7 @@ import apitokens.urls
 import apitokens.views
 import fairuse.urls
 import jobs.urls
+import notifications.urls
 import protection.urls
 import queueing.urls
 import reservations.urls
@@ -27,6 +28,7 @@ for app_urls in (
     apitokens.urls,
     fairuse.urls,
     accounting.urls,
+    notifications.urls,
 ):
     for prefix, viewset in app_urls.api_routes:
         router.register(prefix, viewset)
@@ -49,6 +51,7 @@ urlpatterns = [
     path("queue/", include("queueing.urls")),
     path("fairuse/", include("fairuse.urls")),
     path("usage/", include("accounting.urls")),
+    path("notifications/", include("notifications.urls")),
     path("", include("monitoring.urls")),
 ]
 # A URL no route matches answers JSON under /api/, like every other API error.
