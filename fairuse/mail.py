@@ -1,11 +1,12 @@
-"""Mails to a booking's owner about its idle GPUs (sent by the workers after commit)."""
+"""Telling a booking's owner about its idle GPUs (by the workers, after commit), on the
+owner's notification channels (mail unless they chose otherwise)."""
 
 from django.conf import settings
-from django.core.mail import send_mail
 from django.urls import reverse
 
 from accesscontrol.coverage import local_text
 from monitoring import lease
+from notifications.send import notify
 
 from .models import IdleNotice
 
@@ -36,20 +37,26 @@ def warning_text(notice: IdleNotice) -> str:
     return text + f"\n\nKeep it (one click): {link}\nor run: hive keep {reservation.pk}"
 
 
-def _send(notice_id: int, subject: str, body) -> None:
+def _send(notice_id: int, event: str, subject: str, body) -> None:
     notice = IdleNotice.objects.select_related("reservation__owner").get(pk=notice_id)
-    owner = notice.reservation.owner
-    if not owner.email:
-        return
+    reservation = notice.reservation
     try:
-        send_mail(subject.format(title=notice.reservation.title), body(notice), None, [owner.email])
+        notify(
+            reservation.owner,
+            event,
+            f"idle-notice-{notice.pk}-{event}",
+            subject.format(title=reservation.title),
+            body(notice),  # the warning's text carries its keep link
+        )
     except Exception as exc:  # the notice stands; the failure shows on the activity
-        lease.record_failure(ACTIVITY, f"mail about reservation {notice.reservation_id}: {exc!r}")
+        lease.record_failure(ACTIVITY, f"telling about reservation {reservation.pk}: {exc!r}")
 
 
 def send_warning(notice_id: int) -> None:
-    _send(notice_id, "Your reservation '{title}' is idle", warning_text)
+    _send(notice_id, "idle_warning", "Your reservation '{title}' is idle", warning_text)
 
 
 def send_released(notice_id: int) -> None:
-    _send(notice_id, "Idle GPUs of '{title}' were given back", lambda n: n.outcome)
+    _send(
+        notice_id, "booking_released", "Idle GPUs of '{title}' were given back", lambda n: n.outcome
+    )
