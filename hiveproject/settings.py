@@ -129,10 +129,13 @@ INSTALLED_APPS = [
     "channels",
     "monitoring",
     "accesscontrol",
+    "notifications",
     "reservations",
     "jobs",
     "protection",
     "queueing",
+    "fairuse",
+    "accounting",
     "audit",
     "apitokens",
 ]
@@ -444,3 +447,32 @@ REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"] = [
 # precompressed from whitenoise. CSRF tokens are masked per response, so the compression
 # does not leak them (BREACH).
 MIDDLEWARE.insert(0, "django.middleware.gzip.GZipMiddleware")
+
+# --- Fair use: idle bookings given back (fairuse/) ---------------------------------------
+# The site's idle rule, where no host or group has its own (admin → Fair use → idle
+# policies): off | warn | release. A reserved GPU is idle while it shows none of the owner's
+# processes and a load under RESERVATION_IDLE_UTILIZATION %; a booking with GPUs idle this
+# many minutes is warned, and with "release" its idle GPUs go back GRACE minutes later
+# unless the owner keeps it.
+FAIRUSE_IDLE_ACTION = envstr("FAIRUSE_IDLE_ACTION", "off")
+FAIRUSE_IDLE_MINUTES = envint("FAIRUSE_IDLE_MINUTES", 30)
+FAIRUSE_IDLE_GRACE_MINUTES = envint("FAIRUSE_IDLE_GRACE_MINUTES", 15)
+
+# --- Fair use: fair-share in the queue (queueing/fairshare.py) ----------------------------
+# GPU-hours from bookings and queue runs count half after this many hours (0: no fair-share);
+# the factors are cached this many seconds for pages and the API.
+QUEUE_FAIRSHARE_HALF_LIFE_HOURS = envfloat("QUEUE_FAIRSHARE_HALF_LIFE_HOURS", 168.0)
+QUEUE_FAIRSHARE_CACHE_SECONDS = envint("QUEUE_FAIRSHARE_CACHE_SECONDS", 60)
+
+# --- Fair use: accounting (accounting/) ---------------------------------------------------
+# Grams of CO2e per kWh the GPUs draw (the lab's grid; e.g. 350 for a European average).
+ACCOUNTING_EMISSION_G_PER_KWH = envfloat("ACCOUNTING_EMISSION_G_PER_KWH", 350.0)
+# /metrics also exports these collectors (dotted paths): per-user usage counters.
+METRICS_EXTRA_COLLECTORS = envlist("METRICS_EXTRA_COLLECTORS", "accounting.metrics.UsageCollector")
+
+# --- Fair use: notifications (notifications/) --------------------------------------------
+# A failed delivery is retried after NOTIFY_RETRY_SECONDS, doubling each time (at most an
+# hour), and given up after NOTIFY_MAX_ATTEMPTS tries; one webhook call waits this long.
+NOTIFY_RETRY_SECONDS = envint("NOTIFY_RETRY_SECONDS", 30)
+NOTIFY_MAX_ATTEMPTS = envint("NOTIFY_MAX_ATTEMPTS", 6)
+NOTIFY_SEND_TIMEOUT = envfloat("NOTIFY_SEND_TIMEOUT", 10.0)

@@ -19,6 +19,7 @@ from accesscontrol.coverage import active_ban, check_access
 from accesscontrol.permissions import can
 from accesscontrol.services import profile_for
 from audit.log import record
+from monitoring import lease
 from monitoring.models import Device, Host
 from reservations.models import Reservation, ReservedDevice
 
@@ -287,6 +288,9 @@ def _finish(task: Task, status: str, **fields) -> bool:
     """Mark an active task ended; False if it had already ended (someone else saw it first)."""
     fields.setdefault("ended_at", timezone.now())
     done = Task.objects.filter(pk=task.pk, status__in=Task.ACTIVE).update(status=status, **fields)
+    if done and not task.job.tasks.exclude(status__in=Task.ENDED).exists():
+        # The job's last task ended: its owner is told by a worker (webhooks may be slow).
+        lease.enqueue("notifications", "jobs.tasks.tell_job_ended", task.job_id, save=False)
     return done == 1
 
 

@@ -270,3 +270,19 @@ def withdraw_reservation(reservation: Reservation, note: str) -> None:
         reservation.slots.update(holds=False)
     reservation.note = note
     reservation.save()
+
+
+@transaction.atomic
+def release_devices(reservation: Reservation, devices, note: str) -> None:
+    """Give some GPUs of an ongoing reservation back now; giving back all of them ends it.
+
+    The released GPUs' rows go (the booking keeps the others, times unchanged), so they are
+    free for others and the queue at once; the note says which went and why.
+    """
+    released = {d.pk for d in devices}
+    if not set(reservation.slots.values_list("device_id", flat=True)) - released:
+        withdraw_reservation(reservation, note)
+        return
+    reservation.slots.filter(device_id__in=released).delete()
+    reservation.note = note
+    reservation.save()  # its post_save makes the queue look again

@@ -43,6 +43,8 @@ PROFILE_PATHS = (
     "tests/api/test_tokens.py",  # smoke
     "tests/cli/test_login.py",  # smoke
     "tests/security/test_deploy_check.py",  # production settings
+    "tests/fairuse/test_idle_end_to_end.py",  # idle checks as broker tasks, real processes
+    "tests/notifications/test_delivery.py",  # deliveries claimed once under races, retries
 )
 
 
