@@ -179,8 +179,8 @@ def _report(request, tasks, action) -> None:
             messages.error(request, f"Task {task.pk}: {error}")
     messages.info(
         request,
-        f"{action}: asked for {len(done)} of {len(results)} tasks it applies to; "
-        "the states below follow as the workers carry it out.",
+        f"{action}: {len(done)} of {len(results)} tasks it applies to, handed to the "
+        "background workers; the states below follow as they carry it out.",
     )
 
 
