@@ -225,8 +225,9 @@ def _store(task: Task, log_copy: TaskLog, piece: remote.LogPiece | None) -> int:
 
 def log_piece(task: Task, offset: int = 0, limit: int | None = None) -> dict:
     """A piece of the task's log as last fetched: {"size", "offset", "next_offset", "text"};
-    ``size`` is how far the fetched log goes, the offsets are bytes of the log on the host."""
-    if not task.log_path:
+    ``size`` is how far the fetched log goes, the offsets are bytes of the log on the host;
+    empty while the task is starting."""
+    if not task.log_path and task.status != Task.Status.STARTING:
         raise ValidationError("The task has not started: it has no log yet.")
     limit = limit or settings.JOBS_LOG_CHUNK_BYTES
     stored = TaskLog.objects.filter(task=task).first() or TaskLog(task=task)
