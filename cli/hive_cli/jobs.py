@@ -97,8 +97,7 @@ def start_job(api: Api, job: dict) -> None:
     for task in carried_out(api, [r["task"] for r in results]):
         if task["status"] == "failed":  # kept, with why, for the owner to see
             raise HiveError(
-                f"Job {job['id']} did not start: Task {task['id']} could not start: "
-                f"{task['error']}"
+                f"Job {job['id']} did not start: Task {task['id']} could not start: {task['error']}"
             )
 
 

@@ -179,8 +179,9 @@ def test_without_workers_a_distributed_job_is_refused_in_bounded_time(
     body = {"name": "ddp", "kind": "pytorch-env", "nodes": [{"host": node.pk}], "command": "x"}
     response = client.post("/api/jobs/distributed/", body, content_type="application/json")
     assert response.status_code == 400
-    assert "Could not pick a free port: the background workers did not answer within 0.3 s" in (
-        response.json()["detail"]
+    assert (
+        "Could not pick a free port: the background workers did not answer within 0.3 s"
+        in (response.json()["detail"])
     )
     assert not Job.objects.exists()
 
