@@ -14,7 +14,6 @@ from django.urls import reverse
 
 from jobs import remote, services
 from jobs.models import Task, TaskAction, TaskLog
-from jobs.services import TaskSpec
 from jobs.tasks import sync_running
 from monitoring.connections import ConnectionPool
 from monitoring.models import Activity
