@@ -114,7 +114,7 @@ def test_a_start_is_answered_at_once_and_carried_out_by_the_workers(client, runn
     assert wait_for(lambda: sync_running() and Task.objects.get(pk=task.pk).exit_code == 4)
 
 
-def test_a_start_the_host_refuses_fails_the_task_with_why(client, runner, node):
+def test_a_start_the_host_refuses_fails_the_task_with_why(client, runner, node, admin_user):
     task = make_task(runner, node, "true")
     profile = runner.profile
     profile.unix_username = "no-such-account"  # the host refuses this login
@@ -132,6 +132,9 @@ def test_a_start_the_host_refuses_fails_the_task_with_why(client, runner, node):
     assert "could not start" in Activity.objects.get(name="jobs-actions").last_error
     page = client.get(reverse("job-detail", args=[task.job_id])).content.decode()
     assert "no-such-account" in page  # the owner sees why on the job's page
+    client.force_login(admin_user)
+    admin_page = client.get(f"/admin/jobs/task/{task.pk}/change/").content.decode()
+    assert f"Task {task.pk} could not start" in admin_page  # and admins, with the action
 
 
 def test_a_signal_the_host_refuses_leaves_the_task_running_and_says_why(client, runner, node):
