@@ -58,25 +58,9 @@ def request(task: Task, user, action: str) -> TaskAction:
 
 
 def request_all(tasks, user, action: str) -> list[tuple[Task, str]]:
-    """``request`` on each task it applies to; (task, "" or why not) per task, like
-    ``services.act_on``: tasks in a state the action does not apply to are skipped."""
-    if action not in services.ACTIONS:
-        raise ValidationError(
-            f"Unknown action {action!r}: use one of {', '.join(services.ACTIONS)}."
-        )
-    wanted = (
-        {Task.Status.PENDING} if action == "spawn" else {Task.Status.RUNNING, Task.Status.STOPPING}
-    )
-    results = []
-    for task in tasks:
-        if task.status not in wanted:
-            continue
-        try:
-            request(task, user, action)
-            results.append((task, ""))
-        except (ValidationError, PermissionDenied) as exc:
-            results.append((task, services.error_text(exc)))
-    return results
+    """``request`` on each task it applies to; (task, "" or why not) per task, as
+    ``services.act_on`` decides which tasks an action applies to."""
+    return services.act_on(tasks, user, action, do=request)
 
 
 def _claim_signal(task: Task, user, action: str) -> None:
@@ -152,7 +136,7 @@ def open_actions(task_ids) -> dict[int, str]:
 # --- logs ----------------------------------------------------------------------------------
 
 
-def tasks_with_logs_to_fetch(host_ids=None) -> list[Task]:
+def tasks_with_logs_to_fetch(host_ids=None):
     """Running tasks, and ended ones whose log was not fetched whole yet (an hour at most:
     a host that stays down does not keep them in every round)."""
     recent = timezone.now() - timedelta(hours=1)
@@ -162,11 +146,12 @@ def tasks_with_logs_to_fetch(host_ids=None) -> list[Task]:
     tasks = Task.objects.filter(wanted).exclude(log_path="").exclude(stored_log__complete=True)
     if host_ids is not None:
         tasks = tasks.filter(host_id__in=host_ids)
-    return list(tasks.select_related("host", "stored_log"))
+    return tasks.select_related("host", "stored_log")
 
 
 def logs_wanted(host_ids) -> bool:
-    return bool(tasks_with_logs_to_fetch(host_ids))
+    """Whether a cycle over these hosts leaves logs to fetch (a cheap query)."""
+    return tasks_with_logs_to_fetch(host_ids).exists()
 
 
 def fetch_logs(host_ids=None) -> str:

@@ -471,11 +471,12 @@ def act(task: Task, user, action: str) -> Task:
     return signal_task(task, user, action)
 
 
-def act_on(tasks, user, action: str) -> list[tuple[Task, str]]:
+def act_on(tasks, user, action: str, do=None) -> list[tuple[Task, str]]:
     """The action on each task that it applies to; (task, "" or why not) per task.
 
     Tasks in a state the action does not apply to (e.g. "kill" on a finished task) are
-    skipped silently: a group action means "those of these that can".
+    skipped silently: a group action means "those of these that can". ``do(task, user,
+    action)`` carries it out (default ``act``: here and now).
     """
     if action not in ACTIONS:
         raise ValidationError(f"Unknown action {action!r}: use one of {', '.join(ACTIONS)}.")
@@ -487,7 +488,7 @@ def act_on(tasks, user, action: str) -> list[tuple[Task, str]]:
         if task.status not in wanted:
             continue
         try:
-            act(task, user, action)
+            (do or act)(task, user, action)
             results.append((task, ""))
         except (ValidationError, PermissionDenied) as exc:
             results.append((task, error_text(exc)))
