@@ -476,3 +476,16 @@ METRICS_EXTRA_COLLECTORS = envlist("METRICS_EXTRA_COLLECTORS", "accounting.metri
 NOTIFY_RETRY_SECONDS = envint("NOTIFY_RETRY_SECONDS", 30)
 NOTIFY_MAX_ATTEMPTS = envint("NOTIFY_MAX_ATTEMPTS", 6)
 NOTIFY_SEND_TIMEOUT = envfloat("NOTIFY_SEND_TIMEOUT", 10.0)
+
+# --- No SSH in the request path (issue 20, item 5) ---------------------------------------------
+# Requests never call a host (monitoring.transport refuses while one is served): actions,
+# log reads, port picks and sign-up proofs are done by the workers.
+MIDDLEWARE.insert(0, "hiveproject.middleware.NoHostCalls")
+# The most of a task's log kept in the database (its end); the workers fetch at most
+# JOBS_LOG_FETCH_BYTES per task and sync round, within SSH_COMMAND_TIMEOUT.
+JOBS_LOG_KEEP_BYTES = envint("JOBS_LOG_KEEP_BYTES", 1024 * 1024)
+JOBS_LOG_FETCH_BYTES = envint("JOBS_LOG_FETCH_BYTES", 256 * 1024)
+# How long a request waits for the workers' answer (free ports, a sign-up's proof).
+WORKER_ANSWER_SECONDS = envfloat("WORKER_ANSWER_SECONDS", 2 * SSH_CONNECT_TIMEOUT + 10)
+# A host connection unused this long is closed (workers keep one per host and account).
+SSH_IDLE_SECONDS = envfloat("SSH_IDLE_SECONDS", 300.0)

@@ -6,6 +6,7 @@ exception handler (hiveproject/api_errors.py)."""
 
 import shlex
 
+from django.db.models import Prefetch
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -18,8 +19,8 @@ from hiveproject.ids import MAX_ID, IdField
 from monitoring.models import Device, Host
 from reservations.models import Reservation
 
-from . import distributed, services, templating
-from .models import Job, Task
+from . import actions, distributed, services, templating
+from .models import Job, Task, TaskAction
 
 
 def attach_hint(task: Task) -> str:
@@ -36,6 +37,9 @@ class TaskSerializer(serializers.ModelSerializer):
     host = serializers.SlugRelatedField(slug_field="name", read_only=True)
     command_line = serializers.SerializerMethodField(help_text="Environment and command.")
     attach = serializers.SerializerMethodField(help_text="How to attach to the screen session.")
+    pending_action = serializers.SerializerMethodField(
+        help_text="The action the workers have yet to carry out on the task (null: none)."
+    )
 
     class Meta:
         model = Task
@@ -54,6 +58,7 @@ class TaskSerializer(serializers.ModelSerializer):
             "unix_username",
             "screen_session",
             "attach",
+            "pending_action",
             "log_path",
             "pid",
             "exit_code",
@@ -71,6 +76,24 @@ class TaskSerializer(serializers.ModelSerializer):
 
     def get_attach(self, task) -> str:
         return attach_hint(task)
+
+    def get_pending_action(self, task) -> str | None:
+        return pending_action(task)
+
+
+# Open actions, fetched with the tasks (one query per list, not per task).
+OPEN_ACTIONS = Prefetch(
+    "actions", queryset=TaskAction.objects.filter(done_at=None), to_attr="open_actions"
+)
+
+
+def pending_action(task: Task) -> str | None:
+    """The latest action asked for on the task that the workers have not carried out."""
+    opened = getattr(task, "open_actions", None)
+    if opened is None:
+        opened = list(task.actions.filter(done_at=None))
+    latest = max(opened, key=lambda a: (a.requested_at, a.pk), default=None)
+    return latest.action if latest else None
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -175,10 +198,12 @@ def _input(request, serializer_class) -> dict:
 
 
 def _results(results) -> Response:
-    # Statuses read again, in one query: a refused start may have failed the task meanwhile.
+    """202: the actions are the workers' now; each task's state ("starting", "stopping") or
+    why it was refused. Statuses are read again, in one query."""
     now = dict(Task.objects.filter(pk__in=[t.pk for t, _ in results]).values_list("pk", "status"))
     return Response(
-        {"results": [{"task": t.pk, "status": now[t.pk], "error": e} for t, e in results]}
+        {"results": [{"task": t.pk, "status": now[t.pk], "error": e} for t, e in results]},
+        status=status.HTTP_202_ACCEPTED,
     )
 
 
@@ -207,7 +232,11 @@ class JobViewSet(
 ):
     """Jobs of the signed-in user (all jobs for admins). POST creates from task rows."""
 
-    queryset = Job.objects.select_related("owner").prefetch_related("tasks__host", "tasks__devices")
+    queryset = Job.objects.select_related("owner").prefetch_related(
+        "tasks__host",
+        "tasks__devices",
+        Prefetch("tasks__actions", OPEN_ACTIONS.queryset, to_attr="open_actions"),
+    )
     serializer_class = JobSerializer
 
     def _created(self, job) -> Response:
@@ -245,13 +274,14 @@ class JobViewSet(
         template, specs = distributed.specs_from(request.user, data, nodes)
         return self._create(data, specs, template)
 
-    @extend_schema(responses=ACTION_RESULTS)
+    @extend_schema(responses={202: ACTION_RESULTS})
     @action(detail=True, methods=["post"], serializer_class=ActionSerializer)
     def act(self, request, pk=None):
-        """{"action": spawn|interrupt|terminate|kill|stop} on every task of the job it fits."""
+        """{"action": spawn|interrupt|terminate|kill|stop} on every task of the job it fits;
+        answered at once (202), carried out by the workers (see each task's status)."""
         data = _input(request, ActionSerializer)
         job = self.get_object()
-        return _results(services.act_on(list(job.tasks.all()), request.user, data["action"]))
+        return _results(actions.request_all(list(job.tasks.all()), request.user, data["action"]))
 
     @extend_schema(request=None, responses={201: JobSerializer})
     @action(detail=True, methods=["post"], serializer_class=serializers.Serializer)
@@ -276,7 +306,9 @@ class TaskViewSet(
 ):
     """Tasks of the signed-in user's jobs. PATCH sets a pending task's scheduled start/stop."""
 
-    queryset = Task.objects.select_related("host", "job__owner").prefetch_related("devices")
+    queryset = Task.objects.select_related("host", "job__owner").prefetch_related(
+        "devices", OPEN_ACTIONS
+    )
     serializer_class = TaskSerializer
     http_method_names = ["get", "post", "patch", "head", "options"]
 
@@ -301,22 +333,26 @@ class TaskViewSet(
             )
         serializer.save()
 
-    @extend_schema(responses=TaskSerializer)
+    @extend_schema(responses={202: TaskSerializer})
     @action(detail=True, methods=["post"], serializer_class=ActionSerializer)
     def act(self, request, pk=None):
-        """{"action": spawn|interrupt|terminate|kill|stop} on this task."""
+        """{"action": spawn|interrupt|terminate|kill|stop} on this task; answered at once
+        (202, the task "starting" or "stopping"), carried out by the workers."""
         data = _input(request, ActionSerializer)
-        task = services.act(self.get_object(), request.user, data["action"])
-        return Response(TaskSerializer(task).data)
+        task = self.get_object()
+        actions.request(task, request.user, data["action"])
+        task = self.get_queryset().get(pk=task.pk)
+        return Response(TaskSerializer(task).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(responses=ACTION_RESULTS)
+    @extend_schema(responses={202: ACTION_RESULTS})
     @action(detail=False, methods=["post"], serializer_class=ActionSerializer, url_path="bulk")
     def bulk(self, request):
-        """{"action", "tasks": [ids], "jobs": [ids]}: the action on all of them it fits."""
+        """{"action", "tasks": [ids], "jobs": [ids]}: the action on all of them it fits;
+        answered at once (202), carried out by the workers."""
         data = _input(request, ActionSerializer)
         visible = self.get_queryset()
         chosen = visible.filter(pk__in=data["tasks"]) | visible.filter(job__in=data["jobs"])
-        return _results(services.act_on(list(chosen.distinct()), request.user, data["action"]))
+        return _results(actions.request_all(list(chosen.distinct()), request.user, data["action"]))
 
     @extend_schema(
         parameters=[OpenApiParameter("offset", int, description="First byte to return.")],
@@ -324,9 +360,11 @@ class TaskViewSet(
     )
     @action(detail=True, methods=["get"])
     def log(self, request, pk=None):
-        """{"size", "offset", "next_offset", "text"} from ?offset= (bytes); poll to follow."""
+        """{"size", "offset", "next_offset", "text"} from ?offset= (bytes); poll to follow.
+        The log as the workers last fetched it (after each monitoring cycle while the task
+        runs); ``size`` is how far that goes."""
         offset = _int(request.query_params.get("offset", "0"), "offset")
-        return Response(services.read_log(self.get_object(), offset))
+        return Response(actions.log_piece(self.get_object(), offset))
 
     @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR})
     @action(detail=True, methods=["get"])
@@ -352,8 +390,7 @@ def _int(value: str, name: str) -> int:
 
 
 def log_download(task: Task) -> HttpResponse:
-    """The whole log as a text file (ValidationError when it cannot be read)."""
-    piece = services.read_log(task, 0, limit=2**40)
-    response = HttpResponse(piece["text"], content_type="text/plain; charset=utf-8")
+    """The log as kept by the service, as a text file (ValidationError before it started)."""
+    response = HttpResponse(actions.log_file(task), content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{task.session_name}.log"'
     return response

@@ -240,6 +240,13 @@ def spawn_task(task: Task, user) -> Task:
 
     ``user`` is who asks (None for the scheduler); refusals raise and change nothing.
     """
+    claim_start(task, user)
+    return launch_claimed(task)
+
+
+def claim_start(task: Task, user) -> None:
+    """The checks of a start, then the task marked "starting" (exactly one caller wins) and
+    audited; no host is called, so a request may do this and leave the launch to a worker."""
     check_may_run(user, task)
     if task.status != Task.Status.PENDING:
         raise ValidationError(
@@ -269,8 +276,13 @@ def spawn_task(task: Task, user) -> Task:
         # Names only: values may be tokens (WANDB_API_KEY=...), and the audit is kept longest.
         env_names=sorted(task_env(task)),
     )
+
+
+def launch_claimed(task: Task) -> Task:
+    """Start the screen session of a task claimed by ``claim_start``, as the argv it stored."""
+    task.refresh_from_db()
     try:
-        spawned = remote.spawn(task.host, username, argv)
+        spawned = remote.spawn(task.host, task.unix_username, task.argv)
     except remote.RemoteError as exc:
         _finish(task, Task.Status.FAILED, error=str(exc))
         raise ValidationError(f"Task {task.pk} could not start: {exc}") from None
@@ -278,7 +290,7 @@ def spawn_task(task: Task, user) -> Task:
         status=Task.Status.RUNNING,
         pid=spawned.pid,
         log_path=spawned.log_path,
-        started_at=now,
+        started_at=task.started_at,
     )
     task.refresh_from_db()
     return task
@@ -303,11 +315,8 @@ def check_may_stop(user, task: Task) -> None:
         raise PermissionDenied("Only the job's owner or an admin can stop its tasks.")
 
 
-def signal_task(task: Task, user, action: str, kill_after: float | None = None) -> Task:
-    """Send SIGINT/SIGTERM/SIGKILL (action interrupt/terminate/kill) to the task's processes.
-
-    ``kill_after``: seconds after which the workers send SIGKILL if it still runs.
-    """
+def check_signal(task: Task, user, action: str) -> None:
+    """Whether ``user`` may send the signal of ``action`` to the task now (host not asked)."""
     if action not in SIGNALS:
         raise ValidationError(f"Unknown action {action!r}: use one of {', '.join(SIGNALS)}.")
     check_may_stop(user, task)
@@ -315,6 +324,14 @@ def signal_task(task: Task, user, action: str, kill_after: float | None = None) 
         raise ValidationError(
             f"Task {task.pk} is {task.get_status_display().lower()}: nothing to stop."
         )
+
+
+def signal_task(task: Task, user, action: str, kill_after: float | None = None) -> Task:
+    """Send SIGINT/SIGTERM/SIGKILL (action interrupt/terminate/kill) to the task's processes.
+
+    ``kill_after``: seconds after which the workers send SIGKILL if it still runs.
+    """
+    check_signal(task, user, action)
     try:
         remote.send_signal(task.host, task.unix_username, SIGNALS[action], [task.pid])
     except remote.RemoteError as exc:
@@ -438,22 +455,6 @@ def tasks_to_sync(host_ids=None):
     return list(tasks.select_related("host"))
 
 
-# --- logs ----------------------------------------------------------------------------------
-
-
-def read_log(task: Task, offset: int = 0, limit: int | None = None) -> dict:
-    """A piece of the task's log: {"size", "offset", "next_offset", "text"}."""
-    if not task.log_path:
-        raise ValidationError("The task has not started: it has no log yet.")
-    limit = limit or settings.JOBS_LOG_CHUNK_BYTES
-    try:
-        size, text = remote.read_log(task.host, task.unix_username, task.log_path, offset, limit)
-    except remote.RemoteError as exc:
-        raise ValidationError(str(exc)) from None
-    offset = min(max(offset, 0), size)
-    return {"size": size, "offset": offset, "next_offset": min(size, offset + limit), "text": text}
-
-
 # --- group actions -------------------------------------------------------------------------
 
 
@@ -474,11 +475,12 @@ def act(task: Task, user, action: str) -> Task:
     return signal_task(task, user, action)
 
 
-def act_on(tasks, user, action: str) -> list[tuple[Task, str]]:
+def act_on(tasks, user, action: str, do=None) -> list[tuple[Task, str]]:
     """The action on each task that it applies to; (task, "" or why not) per task.
 
     Tasks in a state the action does not apply to (e.g. "kill" on a finished task) are
-    skipped silently: a group action means "those of these that can".
+    skipped silently: a group action means "those of these that can". ``do(task, user,
+    action)`` carries it out (default ``act``: here and now).
     """
     if action not in ACTIONS:
         raise ValidationError(f"Unknown action {action!r}: use one of {', '.join(ACTIONS)}.")
@@ -490,7 +492,7 @@ def act_on(tasks, user, action: str) -> list[tuple[Task, str]]:
         if task.status not in wanted:
             continue
         try:
-            act(task, user, action)
+            (do or act)(task, user, action)
             results.append((task, ""))
         except (ValidationError, PermissionDenied) as exc:
             results.append((task, error_text(exc)))

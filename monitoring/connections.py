@@ -30,6 +30,7 @@ class _Entry:
     failures: int = 0
     retry_at: float = 0.0
     last_error: Exception | None = None
+    last_used: float = 0.0
 
 
 def _signature(host: Host, host_key: str | None = None) -> tuple:
@@ -70,6 +71,7 @@ class ConnectionPool:
         self._lock = threading.Lock()
 
     def _entry(self, host: Host) -> _Entry:
+        self.close_idle()
         with self._lock:
             entry = self._entries.get(host.pk)
             if entry is None or entry.signature != _signature(host):
@@ -77,7 +79,21 @@ class ConnectionPool:
                     entry.transport.close()
                 entry = _Entry(_signature(host), _make_transport(host))
                 self._entries[host.pk] = entry
+            entry.last_used = time.monotonic()
             return entry
+
+    def close_idle(self) -> int:
+        """Close connections unused for SSH_IDLE_SECONDS (a host's sshd keeps a session
+        and a process per connection); the next call opens a fresh one. Returns how many."""
+        cutoff = time.monotonic() - settings.SSH_IDLE_SECONDS
+        with self._lock:
+            idle = [pk for pk, e in self._entries.items() if e.last_used < cutoff]
+            for pk in idle:
+                self._entries.pop(pk).transport.close()
+        return len(idle)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def run(self, host: Host, argv, timeout=None, stdin=None, force=False) -> CommandResult:
         """Run argv on host. ``force`` skips the backoff pause (e.g. "probe now")."""

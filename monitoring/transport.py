@@ -5,6 +5,7 @@ shell sees each argument as one literal word. Errors are one-line, per-host, and
 callers can tell "unreachable" from "auth failed" from "host key changed".
 """
 
+import contextvars
 import logging
 import select
 import shlex
@@ -48,6 +49,32 @@ class CommandMissing(TransportError):
     pass
 
 
+class CommandTooLong(TransportError):
+    """The command cannot be passed to the host (an argument too long, or a NUL byte)."""
+
+
+class HostCallInRequest(RuntimeError):
+    """A host was called while a web request was served: such calls belong to the workers.
+
+    Not a TransportError on purpose: callers that turn those into messages for users must
+    not hide this one."""
+
+
+# Set by hiveproject.middleware.NoHostCalls while a request is served (the request's path).
+serving_request: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "serving_request", default=None
+)
+
+
+def _not_in_request(argv) -> None:
+    path = serving_request.get()
+    if path is not None:
+        raise HostCallInRequest(
+            f"{argv[0]!r} would run on a host while serving {path}: host calls belong to the "
+            "workers (enqueue the work and show its progress)"
+        )
+
+
 @dataclass
 class CommandResult:
     argv: list[str]
@@ -86,6 +113,26 @@ class SSHTarget:
     first_contact_key: HostKey | None = None
 
 
+# Linux's MAX_ARG_STRLEN: the longest single argument execve() accepts. Over SSH the whole
+# command line is one argument of the remote shell, so the joined line is what counts, and
+# it is checked the same way for the local transport: the same input fails the same way.
+MAX_COMMAND_BYTES = 128 * 1024 - 1
+
+
+def check_command(argv: list[str]) -> str:
+    """The shell line for argv, or CommandTooLong if no host could be given it."""
+    if any("\0" in arg for arg in argv):
+        raise CommandTooLong(f"{argv[0]}: an argument holds a NUL byte, which no command can take")
+    line = shlex.join(argv)
+    size = len(line.encode(errors="surrogateescape"))
+    if size > MAX_COMMAND_BYTES:
+        raise CommandTooLong(
+            f"{argv[0]}: the command line is {size} bytes, over the {MAX_COMMAND_BYTES + 1} "
+            "bytes a host accepts (pass long values in a file instead)"
+        )
+    return line
+
+
 def _check_exit(argv, status: int, stderr: str) -> None:
     # 127 is what POSIX shells return when the command is not on PATH.
     if status == 127:
@@ -96,6 +143,8 @@ class LocalTransport:
     """Runs commands on the machine the service runs on, without SSH."""
 
     def run(self, argv: list[str], timeout: float, stdin: str | None = None) -> CommandResult:
+        _not_in_request(argv)
+        check_command(argv)
         try:
             proc = subprocess.run(
                 argv, input=stdin, capture_output=True, text=True, timeout=timeout
@@ -104,6 +153,8 @@ class LocalTransport:
             raise CommandMissing(f"command not found: {argv[0]}") from None
         except subprocess.TimeoutExpired:
             raise CommandTimeout(f"{argv[0]} did not finish within {timeout:g}s") from None
+        except OSError as exc:  # e.g. not executable: one line, like SSH's errors
+            raise TransportError(f"{argv[0]} could not run: {exc.strerror or exc}") from None
         _check_exit(argv, proc.returncode, proc.stderr)
         return CommandResult(argv, proc.returncode, proc.stdout, proc.stderr)
 
@@ -215,9 +266,11 @@ class SSHTransport:
     def start(self, argv: list[str]) -> paramiko.Channel:
         """Start a long-running command; the caller talks to it over the returned channel
         (its stdin and stdout) and closes it."""
+        _not_in_request(argv)
+        line = check_command(argv)
         chan = self._open_channel()
         try:
-            chan.exec_command(shlex.join(argv))
+            chan.exec_command(line)
         except (OSError, paramiko.SSHException, EOFError) as exc:
             chan.close()
             self.close()
@@ -225,9 +278,11 @@ class SSHTransport:
         return chan
 
     def run(self, argv: list[str], timeout: float, stdin: str | None = None) -> CommandResult:
+        _not_in_request(argv)
+        line = check_command(argv)
         chan = self._open_channel()
         try:
-            chan.exec_command(shlex.join(argv))
+            chan.exec_command(line)
             if stdin is not None:
                 chan.sendall(stdin.encode())
             chan.shutdown_write()

@@ -178,6 +178,7 @@ def cancel(queued: QueuedJob, user) -> QueuedJob:
             requeue=False,
             outcome=QueueRun.Outcome.CANCELLED,
             user=user,
+            later=True,
         )
     record("queue.cancel", actor=user, target=queued)
     queued.refresh_from_db()

@@ -33,6 +33,8 @@ PROFILE_PATHS = (
     "tests/queueing/test_dispatch.py",  # rounds handed to the broker
     "tests/jobs/test_sync.py",  # a stop landing during a sync, decided in SQL
     "tests/jobs/test_execution.py",  # smoke: jobs through sshd and screen
+    "tests/jobs/test_actions.py",  # actions handed to the broker, carried out by workers
+    "tests/accesscontrol/test_signup.py",  # a request waiting on the workers' answer
     "tests/protection/test_end_to_end.py",  # handlers as broker tasks, real processes
     "tests/protection/test_handlers.py",
     "tests/accesscontrol/test_signals.py",  # grant rechecks handed to the broker

@@ -19,6 +19,7 @@ from jobs.models import Job, Task
 from jobs.tasks import sync_running
 from queueing.models import QueuedJob
 from tests.jobs.conftest import wait_for
+from tests.workers import run_queued
 
 from .conftest import SNAPSHOT, gpu
 
@@ -64,12 +65,14 @@ def gpu_node(node, runner):
 
 @pytest.fixture
 def workers():
-    """What the workers do after each monitoring cycle: ask the hosts which tasks ended."""
+    """What the workers do: the actions asked of them, and after each monitoring cycle,
+    ask the hosts which tasks ended and fetch the logs."""
     done = threading.Event()
 
     def loop():
         try:
             while not done.wait(0.3):
+                run_queued()
                 sync_running()
         finally:
             connection.close()
@@ -250,7 +253,7 @@ def test_a_refused_start_says_why_and_leaves_no_job(hive, signed_in, owner, lab)
 
 
 def test_a_start_that_fails_on_the_host_says_why_and_keeps_the_failed_job(
-    hive, signed_in, runner, gpu_node
+    hive, signed_in, runner, gpu_node, workers
 ):
     profile = profile_for(runner)
     profile.unix_username = "no-such-account"  # the host refuses the login
