@@ -6,6 +6,7 @@ exception handler (hiveproject/api_errors.py)."""
 
 import shlex
 
+from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -14,7 +15,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from accesscontrol.permissions import RestrictedViewSetMixin, can
-from hiveproject.ids import MAX_ID, IdField
+from hiveproject.ids import IdField, id_list
 from monitoring.models import Device, Host
 from reservations.models import Reservation
 
@@ -83,12 +84,19 @@ class JobSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "description", "template", "owner", "status", "created", "tasks"]
 
 
+def literal_values() -> serializers.DictField:
+    """Parameters or environment as NAME: value, each value kept exactly as sent: the README
+    promises literal arguments, so no trimming (a trailing newline or space is the user's)."""
+    child = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    return serializers.DictField(child=child, default=dict)
+
+
 class TaskRowSerializer(serializers.Serializer):
     host = IdField(queryset=Host.objects.all())
     devices = IdField(many=True, queryset=Device.objects.all(), required=False, default=list)
     template = serializers.CharField(required=False, help_text="Default: the job's template.")
-    parameters = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
-    env = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
+    parameters = literal_values()
+    env = literal_values()
     scheduled_start = serializers.DateTimeField(required=False, allow_null=True)
     scheduled_stop = serializers.DateTimeField(required=False, allow_null=True)
     reservation = IdField(queryset=Reservation.objects.all(), required=False, allow_null=True)
@@ -98,7 +106,7 @@ class JobCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
     template = serializers.CharField(required=False, allow_blank=True, default="")
-    tasks = TaskRowSerializer(many=True)
+    tasks = TaskRowSerializer(many=True, max_length=settings.JOBS_MAX_TASKS)
 
 
 class GridSerializer(serializers.Serializer):
@@ -107,8 +115,10 @@ class GridSerializer(serializers.Serializer):
     template = serializers.CharField()
     host = IdField(queryset=Host.objects.all())
     devices = IdField(many=True, queryset=Device.objects.all(), required=False, default=list)
-    values = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
-    env = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
+    values = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField(trim_whitespace=False))
+    )
+    env = literal_values()
     samples = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     seed = serializers.IntegerField(required=False, allow_null=True)
 
@@ -122,24 +132,18 @@ class DistributedSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
     kind = serializers.ChoiceField(choices=list(distributed.KINDS.items()))
-    nodes = NodeSerializer(many=True)
+    nodes = NodeSerializer(many=True, max_length=settings.JOBS_MAX_TASKS)
     command = serializers.CharField(help_text="Script and arguments (torchrun) or command.")
     launcher = serializers.CharField(required=False, default="torchrun")
     nproc_per_node = serializers.IntegerField(required=False, default=1, min_value=1)
-    parameters = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
-    env = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
-
-
-def id_list():
-    """Object ids; bounded, since the database refuses (with a 500) ids beyond 64 bits."""
-    child = serializers.IntegerField(min_value=1, max_value=MAX_ID)
-    return serializers.ListField(child=child, required=False, default=list)
+    parameters = literal_values()
+    env = literal_values()
 
 
 class ActionSerializer(serializers.Serializer):
     action = serializers.ChoiceField(choices=services.ACTIONS)
-    tasks = id_list()
-    jobs = id_list()
+    tasks = id_list(required=False, default=list)
+    jobs = id_list(required=False, default=list)
 
 
 # What the actions and the log answer, for the OpenAPI schema.
