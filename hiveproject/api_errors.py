@@ -18,6 +18,7 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, serializers
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from hiveproject.pagination import PAGE_HEADERS
 from hiveproject.sqlite3.base import is_locked
 
 ERROR_SCHEMA = {
@@ -165,6 +166,15 @@ class HiveAutoSchema(AutoSchema):
                 answer = OpenApiResponse(ErrorSerializer, description=description)
                 responses[code] = self._get_response_for_code(answer, code, direction=direction)
         return responses
+
+    def _get_response_headers_for_code(self, status_code, direction="response"):
+        headers = super()._get_response_headers_for_code(status_code, direction)
+        if status_code == "200" and self.method == "GET" and self._is_paged():
+            headers = {**PAGE_HEADERS, **headers}
+        return headers
+
+    def _is_paged(self) -> bool:
+        return self._is_list_view() and self._get_paginator() is not None
 
     def _is_list_view(self, serializer=None):
         # A view whose "list" answers one object (e.g. a summary) says so with this flag.

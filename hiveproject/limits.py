@@ -102,24 +102,39 @@ class BodyLimit:
         limit = settings.REQUEST_MAX_BODY_BYTES
         if length is not None and length > limit:
             return await _send_too_large(send)
-        return await self.app(scope, _bounded(receive, limit), send)
+        body = _BoundedBody(receive, limit)
+        started = False
+
+        async def tracked_send(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        await self.app(scope, body.receive, tracked_send)
+        if body.exceeded and not started:  # Django gave up on the cut-off request silently
+            await _send_too_large(send)
 
 
-def _bounded(receive, limit: int):
+class _BoundedBody:
     """``receive`` that ends the request (as a client disconnecting would) past ``limit``
     bytes: a body sent without a length cannot grow without end."""
-    seen = 0
 
-    async def bounded_receive():
-        nonlocal seen
-        message = await receive()
+    def __init__(self, receive, limit: int):
+        self._receive = receive
+        self.limit = limit
+        self.seen = 0
+        self.exceeded = False
+
+    async def receive(self):
+        if self.exceeded:
+            return {"type": "http.disconnect"}
+        message = await self._receive()
         if message["type"] == "http.request":
-            seen += len(message.get("body", b""))
-            if seen > limit:
+            self.seen += len(message.get("body", b""))
+            if self.seen > self.limit:
+                self.exceeded = True
                 return {"type": "http.disconnect"}
         return message
-
-    return bounded_receive
 
 
 async def _send_too_large(send) -> None:

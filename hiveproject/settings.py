@@ -437,3 +437,10 @@ JOBS_MAX_TASKS = envint("JOBS_MAX_TASKS", 500)
 # request is answered 503 with Retry-After (DATABASE_RETRY_AFTER seconds), never a 500.
 DATABASE_LOCK_WAIT = envfloat("DATABASE_LOCK_WAIT", 30)
 DATABASE_RETRY_AFTER = envint("DATABASE_RETRY_AFTER", 5)
+
+# --- Paged lists (issue 20) -------------------------------------------------------------------
+# Every API list answers pages of this many objects (?page_size= up to the maximum); the
+# paging is in the Link and X-Total-Count headers, the body stays an array.
+REST_FRAMEWORK["DEFAULT_PAGINATION_CLASS"] = "hiveproject.pagination.LinkHeaderPagination"
+API_PAGE_SIZE = envint("API_PAGE_SIZE", 100)
+API_MAX_PAGE_SIZE = envint("API_MAX_PAGE_SIZE", 1000)

@@ -6,8 +6,12 @@ exception handler (hiveproject/api_errors.py)."""
 
 import shlex
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.http import HttpResponse
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.handlers.asgi import ASGIRequest
+from django.db import transaction
+from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import exceptions, mixins, serializers, status, viewsets
@@ -15,6 +19,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from accesscontrol.permissions import RestrictedViewSetMixin, can
+from hiveproject.api_errors import Conflict
 from hiveproject.ids import IdField, id_list
 from monitoring.models import Device, Host
 from reservations.models import Reservation
@@ -303,7 +308,7 @@ class TaskViewSet(
             raise exceptions.ValidationError(
                 {"detail": "The scheduled stop must come after the start."}
             )
-        serializer.save()
+        serializer.instance = save_schedule(task, serializer.validated_data)
 
     @extend_schema(responses=TaskSerializer)
     @action(detail=True, methods=["post"], serializer_class=ActionSerializer)
@@ -336,7 +341,24 @@ class TaskViewSet(
     @action(detail=True, methods=["get"])
     def download(self, request, pk=None):
         """The whole log as a text file."""
-        return log_download(self.get_object())
+        return log_download(request, self.get_object())
+
+
+@transaction.atomic
+def save_schedule(task: Task, changes: dict) -> Task:
+    """Write only the scheduled times, on the row locked, and only if the task's status is
+    still the one the checks saw: a save of the whole row would put back a status the
+    workers changed meanwhile (a running task shown pending again)."""
+    stored = Task.objects.select_for_update().get(pk=task.pk)
+    if stored.status != task.status:
+        raise Conflict(
+            f"Task {task.pk} changed meanwhile (it is {stored.get_status_display().lower()} "
+            "now); nothing was changed."
+        )
+    for field, value in changes.items():
+        setattr(task, field, value)
+    task.save(update_fields=list(changes))
+    return task
 
 
 def is_whole_number(text: str) -> bool:
@@ -355,9 +377,35 @@ def _int(value: str, name: str) -> int:
     return int(value)
 
 
-def log_download(task: Task) -> HttpResponse:
-    """The whole log as a text file (ValidationError when it cannot be read)."""
-    piece = services.read_log(task, 0, limit=2**40)
-    response = HttpResponse(piece["text"], content_type="text/plain; charset=utf-8")
+def log_download(request, task: Task) -> StreamingHttpResponse:
+    """The whole log as a text file, streamed piece by piece (ValidationError when its
+    start cannot be read): a large log is never held in memory whole. It ends where the log
+    ended when the download began, so a task still writing cannot keep it open."""
+    pieces = _log_pieces(task, services.read_log(task, 0, limit=LOG_DOWNLOAD_PIECE))
+    if isinstance(getattr(request, "_request", request), ASGIRequest):
+        pieces = _each_in_a_thread(pieces)  # Django would read a sync iterator whole first
+    response = StreamingHttpResponse(pieces, content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{task.session_name}.log"'
     return response
+
+
+# Bytes read per round trip while streaming a download.
+LOG_DOWNLOAD_PIECE = 1024 * 1024
+
+
+def _log_pieces(task: Task, piece: dict):
+    end = piece["size"]
+    while True:
+        yield piece["text"]
+        if piece["next_offset"] >= end or not piece["text"]:
+            return
+        try:
+            piece = services.read_log(task, piece["next_offset"], limit=LOG_DOWNLOAD_PIECE)
+        except DjangoValidationError as exc:  # the answer has begun: say it in the file
+            yield f"\n[The rest of the log could not be read: {services.error_text(exc)}]\n"
+            return
+
+
+async def _each_in_a_thread(pieces):
+    while (piece := await sync_to_async(next)(pieces, None)) is not None:
+        yield piece

@@ -215,7 +215,7 @@ def task_log_piece(request, pk):
 def task_log_download(request, pk):
     task = visible_task(request.user, pk)
     try:
-        return log_download(task)
+        return log_download(request, task)
     except ValidationError as exc:
         messages.error(request, services.error_text(exc))
         return redirect("job-detail", task.job_id)
