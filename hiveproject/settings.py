@@ -142,6 +142,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Body size, JSON depth and NUL refused before any view or the database (issue 20).
+    "hiveproject.limits.RequestLimits",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -150,6 +152,8 @@ MIDDLEWARE = [
     # Lets audit entries written by model signals name the signed-in user.
     "audit.context.ActorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # A write that found SQLite locked too long: 503 with Retry-After, not a 500 (issue 20).
+    "hiveproject.api_errors.BusyDatabase",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -190,7 +194,8 @@ if DATABASE_URL:
 else:
     DATABASES = {
         "default": {
-            "ENGINE": "django.db.backends.sqlite3",
+            # Django's SQLite, with writers queued in the process (hiveproject/sqlite3).
+            "ENGINE": "hiveproject.sqlite3",
             "NAME": HIVE_DATA_DIR / "hive.sqlite3",
             "OPTIONS": {
                 # IMMEDIATE takes the write lock at BEGIN, so concurrent writers queue on
@@ -489,3 +494,28 @@ JOBS_LOG_FETCH_BYTES = envint("JOBS_LOG_FETCH_BYTES", 256 * 1024)
 WORKER_ANSWER_SECONDS = envfloat("WORKER_ANSWER_SECONDS", 2 * SSH_CONNECT_TIMEOUT + 10)
 # A host connection unused this long is closed (workers keep one per host and account).
 SSH_IDLE_SECONDS = envfloat("SSH_IDLE_SECONDS", 300.0)
+
+# --- Bounded requests (issue 20) ------------------------------------------------------------
+# Bodies over this many bytes get 413 before they are read (hiveproject/limits.py); Django's
+# own bound agrees, so a form cannot go around it.
+REQUEST_MAX_BODY_BYTES = envint("REQUEST_MAX_BODY_BYTES", 2 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
+# JSON nested deeper than this is refused with 400 (Python's parser fails near 1,000 levels).
+REQUEST_MAX_JSON_DEPTH = envint("REQUEST_MAX_JSON_DEPTH", 32)
+# Ids in one list (GPUs of a booking, tasks of a bulk action) and tasks in one job (rows, grid
+# combinations, nodes, queued tasks): a 10,000-task job took minutes and stalled other users.
+API_MAX_IDS = envint("API_MAX_IDS", 1000)
+JOBS_MAX_TASKS = envint("JOBS_MAX_TASKS", 500)
+
+# --- Writes under contention (issue 20) -----------------------------------------------------
+# On SQLite a write waits this long in all for its turn (hiveproject/sqlite3) before the
+# request is answered 503 with Retry-After (DATABASE_RETRY_AFTER seconds), never a 500.
+DATABASE_LOCK_WAIT = envfloat("DATABASE_LOCK_WAIT", 30)
+DATABASE_RETRY_AFTER = envint("DATABASE_RETRY_AFTER", 5)
+
+# --- Paged lists (issue 20) -------------------------------------------------------------------
+# Every API list answers pages of this many objects (?page_size= up to the maximum); the
+# paging is in the Link and X-Total-Count headers, the body stays an array.
+REST_FRAMEWORK["DEFAULT_PAGINATION_CLASS"] = "hiveproject.pagination.LinkHeaderPagination"
+API_PAGE_SIZE = envint("API_PAGE_SIZE", 100)
+API_MAX_PAGE_SIZE = envint("API_MAX_PAGE_SIZE", 1000)

@@ -12,6 +12,7 @@ from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from hiveproject.pagination import LinkHeaderPagination, paged
 from hiveproject.renderers import iso_time
 
 from .history import DISK_FIELDS, GPU_FIELDS, HOST_FIELDS, retention_limits
@@ -217,6 +218,7 @@ class ProcessViewSet(viewsets.ViewSet):
     """GPU processes seen by the last probe of each up host; filter with ?host= and ?user=."""
 
     serializer_class = ProcessSerializer
+    pagination_class = LinkHeaderPagination
 
     @extend_schema(
         parameters=[
@@ -230,7 +232,7 @@ class ProcessViewSet(viewsets.ViewSet):
             hosts = hosts.filter(name=request.query_params["host"])
         user = request.query_params.get("user")
         rows = [row for host in hosts for row in process_rows(host)]
-        return Response([row for row in rows if not user or row["user"] == user])
+        return paged(request, self, [row for row in rows if not user or row["user"] == user])
 
 
 def process_rows(host: Host) -> list[dict]:
