@@ -10,17 +10,19 @@ the task's process group), ``NAME.exit`` (``CODE ISO-TIME`` written when the com
 """
 
 import copy
-import getpass
 import re
 import threading
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 
 from monitoring.connections import ConnectionPool
 from monitoring.models import Host
 from monitoring.transport import CommandResult, TransportError
+
+from . import accounts
 
 # "~/x" means the account's home on the host; resolved there, never by the service.
 _RESOLVE_DIR = 'dir=$1; case $dir in "~/"*) dir=$HOME/${dir#"~/"};; esac; '
@@ -126,18 +128,19 @@ def close_all() -> None:
 
 
 def run_as(host: Host, username: str, argv: list[str], timeout=None) -> CommandResult:
-    """Run argv on host logged in as ``username`` with the service key."""
-    if host.is_local and username != getpass.getuser():
-        raise RemoteError(
-            f"{host.name} is reached without SSH, as {getpass.getuser()!r}: tasks there can "
-            f"only run as that account, not as {username!r}"
-        )
+    """Run argv on host as ``username``: logged in with the service key over SSH, or on the
+    service's own machine switched to that account (see jobs.accounts)."""
     as_user = copy.copy(host)
     as_user.username = username
     try:
+        if host.is_local:
+            accounts.check_local_account(host, username)
+            argv = accounts.local_argv(username, argv)
         return _pool(username).run(as_user, argv, timeout=timeout)
     except TransportError as exc:
         raise RemoteError(f"{host.name}: {exc}") from None
+    except ValidationError as exc:
+        raise RemoteError(" ".join(exc.messages)) from None
 
 
 def _checked(result: CommandResult, what: str) -> str:

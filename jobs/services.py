@@ -15,14 +15,13 @@ from django.db import transaction
 from django.db.models import Case, Value, When
 from django.utils import timezone
 
-from accesscontrol.coverage import active_ban, check_access
 from accesscontrol.permissions import can
-from accesscontrol.services import profile_for
 from audit.log import record
 from monitoring.models import Device, Host
-from reservations.models import Reservation, ReservedDevice
+from queueing.availability import may_start  # the queue belongs to the jobs layer
+from reservations.models import Reservation
 
-from . import remote, templating
+from . import accounts, remote, templating
 from .models import Job, Task
 
 SIGNALS = {"interrupt": "INT", "terminate": "TERM", "kill": "KILL"}
@@ -182,43 +181,22 @@ def check_may_run(user, task: Task) -> None:
         raise PermissionDenied("Only the job's owner can start its tasks: they run as the owner.")
 
 
-def reserved_by_others(owner, devices: list[Device], at: datetime) -> list[ReservedDevice]:
-    slots = ReservedDevice.objects.filter(
-        device__in=devices, holds=True, start__lte=at, end__gt=at
-    ).exclude(reservation__owner=owner)
-    return list(slots.select_related("device__host", "reservation__owner"))
-
-
-def check_can_start(task: Task, now: datetime) -> None:
-    """The owner may use every GPU of the task now and nobody else has reserved one now."""
-    owner = task.job.owner
-    ban = active_ban(owner)
-    if ban is not None:
-        raise ValidationError(f"{owner} is banned: {ban.reason}")
+def check_can_start(task: Task, now: datetime, processes=None) -> None:
+    """The start rule (queueing.availability) allows the owner on every GPU of the task,
+    over its run (until its scheduled stop, else the reservation horizon); every reason
+    is said. ``processes``: what nvidia-smi showed just now, per host id, if asked."""
     devices = list(task.devices.select_related("host"))
-    for device in devices:
-        decision = check_access(owner, device, now, now + timedelta(minutes=1))
-        if not decision:
-            raise ValidationError(decision.reason)
-    taken = reserved_by_others(owner, devices, now)
-    if taken:
-        slot = taken[0]
-        raise ValidationError(
-            f"{slot.device} is reserved by {slot.reservation.owner} until "
-            f"{timezone.localtime(slot.end):%Y-%m-%d %H:%M}."
-        )
+    reasons = may_start(
+        task.job.owner, devices, now, task.scheduled_stop, job=task.job, processes=processes
+    )
+    if reasons:
+        raise ValidationError([r.text for r in reasons], code=reasons[0].code)
     if task.reservation is not None:
-        check_reservation(owner, task.reservation, devices)
+        check_reservation(task.job.owner, task.reservation, devices)
 
 
 def unix_name(task: Task) -> str:
-    name = profile_for(task.job.owner).unix_username_for(task.host)
-    if not name:
-        raise ValidationError(
-            f"{task.job.owner} has no UNIX account name for {task.host}: an admin sets it on "
-            "the user's profile (Admin › Profiles)."
-        )
-    return name
+    return accounts.run_as(task.job.owner, task.host)
 
 
 def task_env(task: Task) -> dict[str, str]:
@@ -234,10 +212,11 @@ def planned_argv(task: Task) -> list[str]:
     return remote.spawn_argv(task.session_name, task.command, task_env(task))
 
 
-def spawn_task(task: Task, user) -> Task:
+def spawn_task(task: Task, user, processes=None) -> Task:
     """Start a pending task in a detached screen session on its host, as the owner.
 
     ``user`` is who asks (None for the scheduler); refusals raise and change nothing.
+    ``processes``: as for check_can_start.
     """
     check_may_run(user, task)
     if task.status != Task.Status.PENDING:
@@ -245,7 +224,7 @@ def spawn_task(task: Task, user) -> Task:
             f"Task {task.pk} is {task.get_status_display().lower()}, not pending."
         )
     now = timezone.now()
-    check_can_start(task, now)
+    check_can_start(task, now, processes)
     username = unix_name(task)
     argv = planned_argv(task)
     claimed = Task.objects.filter(pk=task.pk, status=Task.Status.PENDING).update(
