@@ -24,8 +24,8 @@ for app_urls in (
     queueing.urls,
     apitokens.urls,
 ):
-    for prefix, viewset in app_urls.api_routes:
-        router.register(prefix, viewset)
+    for route in app_urls.api_routes:  # (prefix, viewset[, basename])
+        router.register(*route)
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -16,13 +16,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 
+from monitoring import localaccounts
 from monitoring.connections import ConnectionPool
 from monitoring.models import Host
 from monitoring.transport import CommandResult, TransportError
-
-from . import accounts
 
 # "~/x" means the account's home on the host; resolved there, never by the service.
 _RESOLVE_DIR = 'dir=$1; case $dir in "~/"*) dir=$HOME/${dir#"~/"};; esac; '
@@ -129,18 +127,17 @@ def close_all() -> None:
 
 def run_as(host: Host, username: str, argv: list[str], timeout=None) -> CommandResult:
     """Run argv on host as ``username``: logged in with the service key over SSH, or on the
-    service's own machine switched to that account (see jobs.accounts)."""
+    service's own machine switched to that account (see monitoring.localaccounts)."""
     as_user = copy.copy(host)
     as_user.username = username
     try:
         if host.is_local:
-            accounts.check_local_account(host, username)
-            argv = accounts.local_argv(username, argv)
+            if why := localaccounts.problem(host.name, username):
+                raise RemoteError(why)
+            argv = localaccounts.as_account(username, argv)
         return _pool(username).run(as_user, argv, timeout=timeout)
     except TransportError as exc:
         raise RemoteError(f"{host.name}: {exc}") from None
-    except ValidationError as exc:
-        raise RemoteError(" ".join(exc.messages)) from None
 
 
 def _checked(result: CommandResult, what: str) -> str:
