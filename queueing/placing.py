@@ -65,7 +65,7 @@ def _sentence(cluster: Cluster, request: Request, matching: int, usable: int) ->
     if request.kind == "devices":
         return "Not all of these GPUs can be used now."
     plural = "s" if request.count != 1 else ""
-    where = "on one host" if request.kind == "one_host" else "in all"
+    where = "on one host" if request.kind == "one_host" else "across the hosts"
     if request.host_id is not None:
         hosts = {g.host.pk: g.host.name for g in cluster.gpus.values()}
         where = f"on {hosts.get(request.host_id, 'that host')}"

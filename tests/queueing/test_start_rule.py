@@ -189,3 +189,56 @@ def test_the_placement_api_agrees(case, client):
     body = answer.json()
     assert body["placed"] == (not case.expected)
     assert {r["code"] for r in body["reasons"]} == case.expected
+
+
+# --- the placement endpoint: who may ask what ----------------------------------------------------
+
+PLACEMENT = "/api/placement/"
+
+
+def test_anonymous_visitors_may_not_ask_where_to_start(client, db):
+    assert client.get(PLACEMENT).status_code == 403
+    assert client.post(PLACEMENT, {}, "application/json").status_code == 403
+
+
+def test_each_user_is_answered_for_themselves(client, lab, owner, other_user, admin_user):
+    node = lab.host("node-1", gpus=2)
+    reserve(other_user, [lab.gpu(node, 0)], soon(-5), soon(60))
+    usable = {}
+    for user in (owner, other_user, admin_user):
+        client.force_login(user)
+        usable[user.username] = [r["index"] for r in client.get(PLACEMENT).json() if r["usable"]]
+    # The booking is the other user's: only they may start on GPU 0; the admin is no exception.
+    assert usable == {"owner": [1], "other": [0, 1], "boss": [1]}
+
+
+def test_a_request_is_placed_best_fit_or_refused_with_reasons(client, lab, owner, other_user):
+    small, _ = lab.host("node-1", gpus=1), lab.host("node-2", gpus=4)
+    client.force_login(owner)
+    answer = client.post(PLACEMENT, {"count": 1}, "application/json").json()
+    assert answer["placed"] and [g["host"] for g in answer["gpus"]] == ["node-1"]  # best fit
+    lab.busy(small, 0)
+    answer = client.post(PLACEMENT, {"count": 2, "host": small.pk}, "application/json").json()
+    assert not answer["placed"] and answer["devices"] == []
+    assert answer["detail"] == "There are not 2 GPUs on node-1 that fit the request."
+    answer = client.post(PLACEMENT, {"count": 5, "spread": "any_hosts"}, "application/json")
+    body = answer.json()
+    assert not body["placed"] and [r["code"] for r in body["reasons"]] == ["foreign_process"]
+    assert body["detail"] == "5 GPUs are not usable now across the hosts (4 of the 5 that fit are)."
+    model = {"count": 1, "model": "H100"}
+    assert client.post(PLACEMENT, model, "application/json").json()["placed"] is False
+
+
+def test_bad_placement_requests_get_field_errors(client, lab, owner):
+    lab.host("node-1", gpus=1)
+    client.force_login(owner)
+    for body, field in (
+        ({"count": 0}, "count"),
+        ({"spread": "everywhere"}, "spread"),
+        ({"devices": [999]}, "devices"),
+        ({"host": "node-1"}, "host"),
+        ({"min_memory_mib": -1}, "min_memory_mib"),
+    ):
+        answer = client.post(PLACEMENT, body, "application/json")
+        assert answer.status_code == 400, body
+        assert field in answer.json() and answer.json()["detail"], body
