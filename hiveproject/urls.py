@@ -36,7 +36,8 @@ urlpatterns = [
     path("account/", include("apitokens.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/", include(router.urls)),
+    # Namespaced: the API's route names ("job-list"...) would otherwise be the pages' too.
+    path("api/", include((router.urls, "api"))),
     path("api-auth/", include("rest_framework.urls")),
     path("access/", include("accesscontrol.urls")),
     path("reservations/", include("reservations.urls")),

@@ -63,6 +63,7 @@ class TaskSerializer(serializers.ModelSerializer):
             "scheduled_stop",
             "reservation",
             "argv",
+            "rerun_as",
         ]
         read_only_fields = [f for f in fields if f not in ("scheduled_start", "scheduled_stop")]
 

@@ -262,6 +262,30 @@ def spawn_task(task: Task, user, processes=None) -> Task:
     return task
 
 
+def rerun_task(task: Task, user) -> Task:
+    """Run an ended task that did not succeed again: a new task of the same job with the same
+    command, GPUs and environment, started now as the owner. The old one keeps its status,
+    exit code and log, and points to the new run; a refused start leaves nothing behind."""
+    check_may_run(user, task)
+    if not task.may_rerun:
+        again = f": it was run again as task {task.rerun_as_id}" if task.rerun_as_id else ""
+        raise ValidationError(
+            f"Task {task.pk} is {task.get_status_display().lower()}{again}; only a failed or "
+            "stopped task, or one that exited with an error, can be run again."
+        )
+    with transaction.atomic():
+        new = _new_task(task.job, spec_of(task))
+        if not Task.objects.filter(pk=task.pk, rerun_as=None).update(rerun_as=new):
+            raise ValidationError(f"Task {task.pk} was run again by someone else just now.")
+    try:
+        return spawn_task(new, user)
+    except (ValidationError, PermissionDenied):
+        if Task.objects.filter(pk=new.pk, status=Task.Status.PENDING).delete()[0]:
+            # Never started: as if it had not been asked (the old run may be run again).
+            Task.objects.filter(pk=task.pk).update(rerun_as=None)
+        raise
+
+
 def _finish(task: Task, status: str, **fields) -> bool:
     """Mark an active task ended; False if it had already ended (someone else saw it first)."""
     fields.setdefault("ended_at", timezone.now())
@@ -432,6 +456,12 @@ def read_log(task: Task, offset: int = 0, limit: int | None = None) -> dict:
 # --- group actions -------------------------------------------------------------------------
 
 
+def _applies(task: Task, action: str) -> bool:
+    if action == "spawn":
+        return task.status == Task.Status.PENDING or task.may_rerun
+    return task.status in (Task.Status.RUNNING, Task.Status.STOPPING)
+
+
 def error_text(exc) -> str:
     """A ValidationError's (or PermissionDenied's) messages as one sentence for people."""
     return " ".join(getattr(exc, "messages", [str(exc)]))
@@ -441,9 +471,10 @@ ACTIONS = ("spawn", "interrupt", "terminate", "kill", "stop")
 
 
 def act(task: Task, user, action: str) -> Task:
-    """One action on one task, by ``user`` (spawn runs as the owner, whoever asks)."""
+    """One action on one task, by ``user`` (spawn runs as the owner, whoever asks; spawning
+    a task that failed or was stopped runs it again as a new task)."""
     if action == "spawn":
-        return spawn_task(task, user)
+        return rerun_task(task, user) if task.status in Task.ENDED else spawn_task(task, user)
     if action == "stop":
         return stop_task(task, user)
     return signal_task(task, user, action)
@@ -457,16 +488,12 @@ def act_on(tasks, user, action: str) -> list[tuple[Task, str]]:
     """
     if action not in ACTIONS:
         raise ValidationError(f"Unknown action {action!r}: use one of {', '.join(ACTIONS)}.")
-    wanted = (
-        {Task.Status.PENDING} if action == "spawn" else {Task.Status.RUNNING, Task.Status.STOPPING}
-    )
     results = []
     for task in tasks:
-        if task.status not in wanted:
+        if not _applies(task, action):
             continue
         try:
-            act(task, user, action)
-            results.append((task, ""))
+            results.append((act(task, user, action), ""))  # a task run again: its new run
         except (ValidationError, PermissionDenied) as exc:
             results.append((task, error_text(exc)))
     return results
