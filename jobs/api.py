@@ -71,6 +71,7 @@ class TaskSerializer(serializers.ModelSerializer):
             "scheduled_stop",
             "reservation",
             "argv",
+            "rerun_as",
         ]
         read_only_fields = [f for f in fields if f not in ("scheduled_start", "scheduled_stop")]
 
@@ -345,8 +346,7 @@ class TaskViewSet(
         """{"action": spawn|interrupt|terminate|kill|stop} on this task; answered at once
         (202, the task "starting" or "stopping"), carried out by the workers."""
         data = _input(request, ActionSerializer)
-        task = self.get_object()
-        actions.request(task, request.user, data["action"])
+        task = actions.request(self.get_object(), request.user, data["action"])
         task = self.get_queryset().get(pk=task.pk)
         return Response(TaskSerializer(task).data, status=status.HTTP_202_ACCEPTED)
 
@@ -418,4 +418,3 @@ def log_download(task: Task) -> HttpResponse:
     response = HttpResponse(actions.log_file(task), content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{task.session_name}.log"'
     return response
-

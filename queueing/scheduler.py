@@ -239,11 +239,9 @@ def lead() -> timedelta:
 def preempt_for_reservations(now: datetime) -> int:
     """Stop running queue jobs on GPUs that someone else's reservation takes soon."""
     slots = (
-        ReservedDevice.objects.filter(
-            holds=True,
+        ReservedDevice.objects.holding(now, now + lead())
+        .filter(
             reservation__status=Reservation.Status.CONFIRMED,
-            start__lte=now + lead(),
-            end__gt=now,
             device__queue_claim__run__ended_at=None,
             device__queue_claim__run__queued_job__state=State.RUNNING,
         )

@@ -49,7 +49,8 @@ def slots_between(devices, start: datetime, end: datetime):
     """Slots of the shown GPUs overlapping [start, end), cancelled ones included, as tuples
     (model instances cost three objects per row, the larger part of the feed's time)."""
     return (
-        ReservedDevice.objects.filter(device__in=devices, start__lt=end, end__gt=start)
+        ReservedDevice.objects.overlapping(start, end)
+        .filter(device__in=devices)
         .order_by("start")
         .values_list(*SLOT_FIELDS)
     )

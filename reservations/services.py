@@ -79,7 +79,8 @@ def check_devices(owner, devices: list[Device], start: datetime, end: datetime) 
 
 def conflict_message(devices: list[Device], start: datetime, end: datetime, exclude=None) -> str:
     clash = (
-        ReservedDevice.objects.filter(device__in=devices, holds=True, start__lt=end, end__gt=start)
+        ReservedDevice.objects.holding(start, end)
+        .filter(device__in=devices)
         .exclude(reservation=exclude)
         .select_related("device__host", "reservation__owner")
         .first()
