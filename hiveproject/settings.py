@@ -414,3 +414,13 @@ LOGGING = {
     # Connection failures are recorded on the host; paramiko's own tracebacks are noise.
     "loggers": {"paramiko": {"level": "CRITICAL"}},
 }
+
+# --- Web interface (issue 17): one design system, grouped navigation, error pages ---
+TEMPLATES[0]["OPTIONS"]["context_processors"].append("hiveproject.navigation.navigation")
+FORM_RENDERER = "hiveproject.forms.BootstrapRenderer"
+INSTALLED_APPS += ["board"]
+# Pages show times in the reader's zone (after authentication, which it reads).
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
+    "board.middleware.UserTimeZoneMiddleware",
+)

@@ -43,6 +43,7 @@ urlpatterns = [
     path("jobs/", include("jobs.urls")),
     path("protection/", include("protection.urls")),
     path("queue/", include("queueing.urls")),
+    path("", include("board.urls")),
     path("", include("monitoring.urls")),
 ]
 # A URL no route matches answers JSON under /api/, like every other API error.
