@@ -13,7 +13,8 @@ class UserTimeZoneMiddleware:
     def __call__(self, request):
         user = getattr(request, "user", None)
         if user is not None and user.is_authenticated:
-            timezone.activate(user_zone(user))
+            user.hive_zone = user_zone(user)
+            timezone.activate(user.hive_zone)
         try:
             return self.get_response(request)
         finally:
