@@ -424,3 +424,5 @@ MIDDLEWARE.insert(
     MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
     "board.middleware.UserTimeZoneMiddleware",
 )
+# A refused form (CSRF) gets the site's page, not Django's bare one (templates/403_csrf.html).
+CSRF_FAILURE_VIEW = "board.views.csrf_failure"
