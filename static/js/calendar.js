@@ -58,7 +58,7 @@
     snapDuration: "00:30",
     height: "100%",
     headerToolbar: { start: "prev,next today", center: "title", end: "resourceTimeGridWeek,resourceTimeGridDay" },
-    buttonText: { resourceTimeGridWeek: "week", resourceTimeGridDay: "day", today: "today" },
+    buttonText: { resourceTimeGridWeek: "week", resourceTimeGridDay: "day", today: "today", prev: "previous", next: "next" },
     eventSources: [{
       events: (info, success, failure) => {
         const query = new URLSearchParams({ start: wall(info.start), end: wall(info.end) });
