@@ -27,9 +27,10 @@ from django.utils import timezone
 from django_q.models import Schedule
 
 from . import history, lease
-from .inventory import record_probe
+from .inventory import record_probe, record_steady_probes
 from .models import Host
-from .probes import ProbeResult, probe_host
+from .probes import ProbeResult, probe_host, wants_versions
+from .sessions import CHANNEL_ERRORS, ProbeSession, Sessions, start_session
 from .signals import cycle_finished
 
 log = logging.getLogger(__name__)
@@ -122,21 +123,29 @@ def ensure_minute_schedules(schedules: dict[str, tuple[str, int]]) -> None:
         )
 
 
-def _timed_probe(host: Host) -> tuple[ProbeResult, float]:
+def _timed_probe(host: Host) -> tuple[ProbeResult, float, ProbeSession | None]:
+    """A probe in a probe thread: a session's start and first sample (SSH hosts), or a
+    one-shot probe (local hosts, or sessions turned off)."""
     started = time.monotonic()
+    session = None
     try:
-        result = probe_host(host)
+        if settings.MONITORING_PROBE_SESSIONS and not host.is_local:
+            result, session = start_session(host)
+        else:
+            result = probe_host(host)
     except Exception as exc:  # a bug in probing must not end the loop; the host shows it
         log.exception("probing %s failed", host.name)
         result = ProbeResult(host.name, False, Host.Status.ERROR, f"probe failed: {exc!r}")
-    return result, time.monotonic() - started
+    return result, time.monotonic() - started, session
 
 
 class ProbeLoop:
     """Probes all enabled hosts concurrently every interval while holding the lease.
 
-    A host whose probe outlasts the interval (dead, hung) stays in flight and is recorded
-    in the cycle in which it finishes; the other hosts are recorded on time meanwhile.
+    Each SSH host answers over its probe session (sessions.py); a host without one gets a
+    probe thread that starts it. A host whose probe outlasts the interval (dead, hung)
+    stays in flight and is recorded in the cycle in which it finishes; the other hosts are
+    recorded on time meanwhile.
     """
 
     def __init__(self, holder: str | None = None):
@@ -145,6 +154,7 @@ class ProbeLoop:
         threads = settings.MONITORING_PROBE_THREADS
         self.executor = ThreadPoolExecutor(threads, thread_name_prefix="probe")
         self.in_flight: dict[int, tuple[Host, Future]] = {}
+        self.sessions = Sessions()
         self.last_sample: dict[int, object] = {}
         self.completed = False
         self.stopping = False
@@ -173,7 +183,12 @@ class ProbeLoop:
             return f"{self.cycles} cycles" + (" (stopped)" if self.stopping else "")
         finally:
             lease.release(LOOP_ACTIVITY, self.holder)
-            self.executor.shutdown(wait=False, cancel_futures=True)
+            self.close()
+
+    def close(self) -> None:
+        """End the remote probe loops and the probe threads (connections stay pooled)."""
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.sessions.close()
 
     def renew_safely(self) -> bool | None:
         """True: still ours; False: another loop took over; None: the database did not
@@ -202,8 +217,12 @@ class ProbeLoop:
         started = time.monotonic()
         self.start_probes()
         # Wait for stragglers until shortly before the next cycle is due, not longer.
-        wait([f for _, f in self.in_flight.values()], timeout=0.8 * self.interval)
-        finished = self.take_finished()
+        deadline = started + 0.8 * self.interval
+        answers, ended = self.sessions.collect(deadline)
+        for host in ended:  # the remote loop or the connection ended: start again
+            self.start_thread(host)
+        wait([f for _, f in self.in_flight.values()], timeout=max(0, deadline - time.monotonic()))
+        finished = self.take_finished(answers)
         now = timezone.now()
         self.store(finished, now)
         host_ids = [host.pk for host, _, _ in finished]
@@ -213,22 +232,43 @@ class ProbeLoop:
         return host_ids
 
     def start_probes(self) -> None:
-        for host in Host.objects.filter(enabled=True):
-            if host.pk not in self.in_flight:
-                self.in_flight[host.pk] = (host, self.executor.submit(_timed_probe, host))
+        """Ask every enabled host's session for a sample; start the missing sessions."""
+        for host in Host.objects.filter(enabled=True).defer("last_snapshot"):
+            if host.pk in self.in_flight:
+                continue
+            session = self.sessions.usable(host)
+            if session is None:
+                self.start_thread(host)
+            elif session.asked_at is None:
+                self.ask(session, host)
 
-    def take_finished(self) -> list[tuple[Host, ProbeResult, float]]:
+    def ask(self, session: ProbeSession, host: Host) -> None:
+        try:
+            session.ask(host, wants_versions(host))
+        except CHANNEL_ERRORS:  # the connection went: start again
+            self.sessions.discard(host.pk)
+            self.start_thread(host)
+
+    def start_thread(self, host: Host) -> None:
+        self.in_flight[host.pk] = (host, self.executor.submit(_timed_probe, host))
+
+    def take_finished(self, answers) -> list[tuple[Host, ProbeResult, float]]:
+        """The answered sessions, the finished probe threads, and the overdue sessions."""
+        finished = [(s.host, s.result(text), s.seconds) for s, text in answers]
         done = [pk for pk, (_, future) in self.in_flight.items() if future.done()]
-        finished = []
         for pk in done:
             host, future = self.in_flight.pop(pk)
-            finished.append((host, *future.result()))
+            result, seconds, session = future.result()
+            if session is not None:
+                self.sessions.add(session)
+            finished.append((host, result, seconds))
+        finished += [(host, result, None) for host, result in self.sessions.overdue()]
         return finished
 
     def store(self, finished, now) -> None:
         """Record every finished probe on its host, then the history samples, in one go."""
         with transaction.atomic():
-            for host, result, seconds in finished:
+            for host, result, seconds in record_steady_probes(finished, now):
                 self.record_host(host, result, seconds)
             due = [(host, result) for host, result, _ in finished if self.sample_due(host, now)]
             history.store_samples(due, now)

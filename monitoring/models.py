@@ -5,12 +5,13 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.utils import timezone
 
+# \Z, not $: "$" also matches before a final newline, which would then reach SSH and shells.
 address_validator = RegexValidator(
-    r"^[A-Za-z0-9](?:[A-Za-z0-9.:\-]*[A-Za-z0-9])?$",
+    r"^[A-Za-z0-9](?:[A-Za-z0-9.:\-]*[A-Za-z0-9])?\Z",
     "Enter a host name or an IP address (letters, digits, '.', '-', ':').",
 )
 username_validator = RegexValidator(
-    r"^[a-z_][a-z0-9_.\-]*\$?$", "Enter a UNIX user name (lower case, digits, '_', '-', '.')."
+    r"^[a-z_][a-z0-9_.\-]*\$?\Z", "Enter a UNIX user name (lower case, digits, '_', '-', '.')."
 )
 
 
