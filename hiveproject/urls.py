@@ -4,9 +4,12 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 import accesscontrol.urls
+import accounting.urls
 import apitokens.urls
 import apitokens.views
+import fairuse.urls
 import jobs.urls
+import notifications.urls
 import protection.urls
 import queueing.urls
 import reservations.urls
@@ -23,6 +26,9 @@ for app_urls in (
     protection.urls,
     queueing.urls,
     apitokens.urls,
+    fairuse.urls,
+    accounting.urls,
+    notifications.urls,
 ):
     for route in app_urls.api_routes:  # (prefix, viewset[, basename])
         router.register(*route)
@@ -44,6 +50,9 @@ urlpatterns = [
     path("jobs/", include("jobs.urls")),
     path("protection/", include("protection.urls")),
     path("queue/", include("queueing.urls")),
+    path("fairuse/", include("fairuse.urls")),
+    path("usage/", include("accounting.urls")),
+    path("notifications/", include("notifications.urls")),
     path("", include("monitoring.urls")),
 ]
 # A URL no route matches answers JSON under /api/, like every other API error.

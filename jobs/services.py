@@ -17,12 +17,13 @@ from django.utils import timezone
 
 from accesscontrol.permissions import can
 from audit.log import record
+from monitoring import lease
 from monitoring.models import Device, Host
 from queueing.availability import may_start  # the queue belongs to the jobs layer
 from reservations.models import Reservation
 
 from . import accounts, remote, templating
-from .models import Job, Task
+from .models import Job, Task, TaskAction
 
 SIGNALS = {"interrupt": "INT", "terminate": "TERM", "kill": "KILL"}
 
@@ -218,6 +219,13 @@ def spawn_task(task: Task, user, processes=None) -> Task:
     ``user`` is who asks (None for the scheduler); refusals raise and change nothing.
     ``processes``: as for check_can_start.
     """
+    claim_start(task, user, processes)
+    return launch_claimed(task)
+
+
+def claim_start(task: Task, user, processes=None) -> None:
+    """The checks of a start, then the task marked "starting" (exactly one caller wins) and
+    audited; no host is called, so a request may do this and leave the launch to a worker."""
     check_may_run(user, task)
     if task.status != Task.Status.PENDING:
         raise ValidationError(
@@ -247,8 +255,13 @@ def spawn_task(task: Task, user, processes=None) -> Task:
         # Names only: values may be tokens (WANDB_API_KEY=...), and the audit is kept longest.
         env_names=sorted(task_env(task)),
     )
+
+
+def launch_claimed(task: Task) -> Task:
+    """Start the screen session of a task claimed by ``claim_start``, as the argv it stored."""
+    task.refresh_from_db()
     try:
-        spawned = remote.spawn(task.host, username, argv)
+        spawned = remote.spawn(task.host, task.unix_username, task.argv)
     except remote.RemoteError as exc:
         _finish(task, Task.Status.FAILED, error=str(exc))
         raise ValidationError(f"Task {task.pk} could not start: {exc}") from None
@@ -256,16 +269,17 @@ def spawn_task(task: Task, user, processes=None) -> Task:
         status=Task.Status.RUNNING,
         pid=spawned.pid,
         log_path=spawned.log_path,
-        started_at=now,
+        started_at=task.started_at,
     )
     task.refresh_from_db()
     return task
 
 
-def rerun_task(task: Task, user) -> Task:
-    """Run an ended task that did not succeed again: a new task of the same job with the same
-    command, GPUs and environment, started now as the owner. The old one keeps its status,
-    exit code and log, and points to the new run; a refused start leaves nothing behind."""
+def new_run(task: Task, user) -> Task:
+    """A new pending run of an ended task that did not succeed: a task of the same job with
+    the same command, GPUs and environment; the old one keeps its status, exit code and log,
+    and points to it. Call it in the transaction that claims the new run's start, so a
+    refused start leaves nothing behind."""
     check_may_run(user, task)
     if not task.may_rerun:
         again = f": it was run again as task {task.rerun_as_id}" if task.rerun_as_id else ""
@@ -273,23 +287,27 @@ def rerun_task(task: Task, user) -> Task:
             f"Task {task.pk} is {task.get_status_display().lower()}{again}; only a failed or "
             "stopped task, or one that exited with an error, can be run again."
         )
+    new = _new_task(task.job, spec_of(task))
+    if not Task.objects.filter(pk=task.pk, rerun_as=None).update(rerun_as=new):
+        raise ValidationError(f"Task {task.pk} was run again by someone else just now.")
+    return new
+
+
+def rerun_task(task: Task, user) -> Task:
+    """Run an ended task that did not succeed again, now (see new_run)."""
     with transaction.atomic():
-        new = _new_task(task.job, spec_of(task))
-        if not Task.objects.filter(pk=task.pk, rerun_as=None).update(rerun_as=new):
-            raise ValidationError(f"Task {task.pk} was run again by someone else just now.")
-    try:
-        return spawn_task(new, user)
-    except (ValidationError, PermissionDenied):
-        if Task.objects.filter(pk=new.pk, status=Task.Status.PENDING).delete()[0]:
-            # Never started: as if it had not been asked (the old run may be run again).
-            Task.objects.filter(pk=task.pk).update(rerun_as=None)
-        raise
+        new = new_run(task, user)
+        claim_start(new, user)
+    return launch_claimed(new)
 
 
 def _finish(task: Task, status: str, **fields) -> bool:
     """Mark an active task ended; False if it had already ended (someone else saw it first)."""
     fields.setdefault("ended_at", timezone.now())
     done = Task.objects.filter(pk=task.pk, status__in=Task.ACTIVE).update(status=status, **fields)
+    if done and not task.job.tasks.exclude(status__in=Task.ENDED).exists():
+        # The job's last task ended: its owner is told by a worker (webhooks may be slow).
+        lease.enqueue("notifications", "jobs.tasks.tell_job_ended", task.job_id, save=False)
     return done == 1
 
 
@@ -302,11 +320,8 @@ def check_may_stop(user, task: Task) -> None:
         raise PermissionDenied("Only the job's owner or an admin can stop its tasks.")
 
 
-def signal_task(task: Task, user, action: str, kill_after: float | None = None) -> Task:
-    """Send SIGINT/SIGTERM/SIGKILL (action interrupt/terminate/kill) to the task's processes.
-
-    ``kill_after``: seconds after which the workers send SIGKILL if it still runs.
-    """
+def check_signal(task: Task, user, action: str) -> None:
+    """Whether ``user`` may send the signal of ``action`` to the task now (host not asked)."""
     if action not in SIGNALS:
         raise ValidationError(f"Unknown action {action!r}: use one of {', '.join(SIGNALS)}.")
     check_may_stop(user, task)
@@ -314,6 +329,14 @@ def signal_task(task: Task, user, action: str, kill_after: float | None = None) 
         raise ValidationError(
             f"Task {task.pk} is {task.get_status_display().lower()}: nothing to stop."
         )
+
+
+def signal_task(task: Task, user, action: str, kill_after: float | None = None) -> Task:
+    """Send SIGINT/SIGTERM/SIGKILL (action interrupt/terminate/kill) to the task's processes.
+
+    ``kill_after``: seconds after which the workers send SIGKILL if it still runs.
+    """
+    check_signal(task, user, action)
     try:
         remote.send_signal(task.host, task.unix_username, SIGNALS[action], [task.pid])
     except remote.RemoteError as exc:
@@ -437,22 +460,6 @@ def tasks_to_sync(host_ids=None):
     return list(tasks.select_related("host"))
 
 
-# --- logs ----------------------------------------------------------------------------------
-
-
-def read_log(task: Task, offset: int = 0, limit: int | None = None) -> dict:
-    """A piece of the task's log: {"size", "offset", "next_offset", "text"}."""
-    if not task.log_path:
-        raise ValidationError("The task has not started: it has no log yet.")
-    limit = limit or settings.JOBS_LOG_CHUNK_BYTES
-    try:
-        size, text = remote.read_log(task.host, task.unix_username, task.log_path, offset, limit)
-    except remote.RemoteError as exc:
-        raise ValidationError(str(exc)) from None
-    offset = min(max(offset, 0), size)
-    return {"size": size, "offset": offset, "next_offset": min(size, offset + limit), "text": text}
-
-
 # --- group actions -------------------------------------------------------------------------
 
 
@@ -480,11 +487,12 @@ def act(task: Task, user, action: str) -> Task:
     return signal_task(task, user, action)
 
 
-def act_on(tasks, user, action: str) -> list[tuple[Task, str]]:
+def act_on(tasks, user, action: str, do=None) -> list[tuple[Task, str]]:
     """The action on each task that it applies to; (task, "" or why not) per task.
 
     Tasks in a state the action does not apply to (e.g. "kill" on a finished task) are
-    skipped silently: a group action means "those of these that can".
+    skipped silently: a group action means "those of these that can". ``do(task, user,
+    action)`` carries it out (default ``act``: here and now).
     """
     if action not in ACTIONS:
         raise ValidationError(f"Unknown action {action!r}: use one of {', '.join(ACTIONS)}.")
@@ -493,7 +501,9 @@ def act_on(tasks, user, action: str) -> list[tuple[Task, str]]:
         if not _applies(task, action):
             continue
         try:
-            results.append((act(task, user, action), ""))  # a task run again: its new run
+            done = (do or act)(task, user, action)
+            # A task run again is answered by its new run.
+            results.append((done.task if isinstance(done, TaskAction) else done, ""))
         except (ValidationError, PermissionDenied) as exc:
             results.append((task, error_text(exc)))
     return results

@@ -1,6 +1,7 @@
 """Queue API: the signed-in user's queued jobs (admins see all), with their place in the
 queue and why they wait; POST queues a job, DELETE or POST .../cancel/ takes it out."""
 
+from django.conf import settings
 from django.contrib.auth.models import Group
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -9,6 +10,7 @@ from rest_framework.response import Response
 
 from accesscontrol.permissions import RestrictedViewSetMixin
 from hiveproject.ids import IdField
+from jobs.api import literal_values
 from monitoring.models import Device, Host
 
 from . import availability, placing, services
@@ -19,8 +21,8 @@ from .placement import Request
 class QueuedTaskSerializer(serializers.ModelSerializer):
     devices = IdField(many=True, queryset=Device.objects.all(), required=False, default=list)
     host = IdField(queryset=Host.objects.all(), required=False, allow_null=True, default=None)
-    parameters = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
-    env = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
+    parameters = literal_values()
+    env = literal_values()
 
     class Meta:
         model = QueuedTask
@@ -81,7 +83,7 @@ class QueuedJobSerializer(serializers.ModelSerializer):
 
 class EnqueueSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
-    tasks = QueuedTaskSerializer(many=True)
+    tasks = QueuedTaskSerializer(many=True, max_length=settings.JOBS_MAX_TASKS)
     priority = serializers.IntegerField(default=0)
     opportunistic = serializers.BooleanField(default=False)
     requeue_on_preemption = serializers.BooleanField(default=True)

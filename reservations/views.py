@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from accesscontrol.models import check_calendar_year
+from hiveproject.api_errors import Conflict
 from monitoring.models import Device
 
 from . import calendar, ical, overview, services, stats
@@ -44,6 +45,8 @@ def signed_in_json(view):
             return JsonResponse({"detail": str(exc) or "Not allowed."}, status=403)
         except Reservation.DoesNotExist:
             return JsonResponse({"detail": "No such reservation."}, status=404)
+        except Conflict as exc:
+            return JsonResponse({"detail": str(exc)}, status=409)
 
     return wrapper
 

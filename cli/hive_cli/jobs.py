@@ -11,6 +11,10 @@ from .api import Api, HiveError
 ACTIVE = {"starting", "running", "stopping"}
 ENDED = {"exited", "killed", "failed"}
 POLL_SECONDS = 1.0  # how often `hive logs -f` asks while nothing new came (the page: 2 s)
+# The server answers actions at once and its workers carry them out: how long the client
+# waits to report how they went, and how often it looks.
+ACTION_WAIT_SECONDS = 120.0
+ACTION_POLL_SECONDS = 0.3
 
 
 def template_of(argv: tuple[str, ...] | list[str]) -> str:
@@ -110,13 +114,31 @@ def start_job(api: Api, job: dict) -> None:
     """Start the job's task now; a refused start deletes the job again (nothing is left)."""
     results = api.post(f"jobs/{job['id']}/act/", {"action": "spawn"})["results"]
     refused = [r for r in results if r["error"]]
-    if not refused:
-        return
-    first = refused[0]
-    if first["status"] == "pending":  # refused before anything ran: leave no job behind
+    if refused:  # refused before anything ran: leave no job behind
         api.delete(f"jobs/{job['id']}/")
-        raise HiveError(f"Refused: {first['error']}")
-    raise HiveError(f"Job {job['id']} did not start: {first['error']}")
+        raise HiveError(f"Refused: {refused[0]['error']}")
+    for task in carried_out(api, [r["task"] for r in results]):
+        if task["status"] == "failed":  # kept, with why, for the owner to see
+            raise HiveError(
+                f"Job {job['id']} did not start: Task {task['id']} could not start: {task['error']}"
+            )
+
+
+def carried_out(
+    api: Api, task_ids: list[int], sleep: Callable[[float], None] = time.sleep
+) -> list[dict]:
+    """The tasks once the server's workers have carried out the actions asked of them."""
+    deadline = time.monotonic() + ACTION_WAIT_SECONDS
+    while True:
+        tasks = [get_task(api, pk) for pk in task_ids]
+        if not any(t.get("pending_action") or t["status"] == "starting" for t in tasks):
+            return tasks
+        if time.monotonic() > deadline:
+            raise HiveError(
+                f"The server's workers have not carried it out within {ACTION_WAIT_SECONDS:g} "
+                "s (they may be busy or stopped); see `hive jobs` later."
+            )
+        sleep(ACTION_POLL_SECONDS)
 
 
 def enqueue(api: Api, name: str, template: str, env: dict, want: Want, host_name: str | None):
@@ -211,7 +233,11 @@ def _drain(api: Api, task_id: int, offset: int, write: Callable[[str], None]) ->
 
 def stop_job(api: Api, job_id: int, kill: bool) -> list[dict]:
     """SIGTERM (then SIGKILL after the server's grace period), or SIGKILL now, to every
-    running task of the job; the API's results per task."""
+    running task of the job; the API's results per task, once the workers sent them (with
+    the host's refusal as the error)."""
     get_job(api, job_id)  # a clear "no such job" before acting
     action = "kill" if kill else "stop"
-    return api.post(f"jobs/{job_id}/act/", {"action": action})["results"]
+    results = api.post(f"jobs/{job_id}/act/", {"action": action})["results"]
+    asked = [r["task"] for r in results if not r["error"]]
+    errors = {t["id"]: t["error"] for t in carried_out(api, asked) if t["error"]}
+    return [{**r, "error": r["error"] or errors.get(r["task"], "")} for r in results]

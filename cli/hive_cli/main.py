@@ -231,6 +231,48 @@ def cancel(ids):
         click.echo(f"{'Ended' if started else 'Cancelled'} #{booking_id} {booking['title']!r}.")
 
 
+@cli.command()
+@click.argument("ids", nargs=-1, type=int, required=True)
+def keep(ids):
+    """Keep reservations by ID: their idle GPUs are not given back before they end."""
+    api, _ = connect()
+    for booking_id in ids:
+        notice = api.post("idle-notices/keep/", {"reservation": booking_id})
+        click.echo(f"Kept #{booking_id}: {notice['outcome']}")
+
+
+@cli.command()
+@click.option("--by", type=click.Choice(["user", "group", "host"]), default="user")
+@click.option("--period", type=click.Choice(["day", "week", "month"]), default="week")
+@click.option("--from", "start", help="First day, YYYY-MM-DD (default: 29 days before --to).")
+@click.option("--to", "end", help="Last day, YYYY-MM-DD (default: today).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+def usage(by, period, start, end, as_json):
+    """GPU-hours reserved, used and idle, and energy: yours (admins: everyone's)."""
+    api, _ = connect()
+    lines = api.get("usage/", by=by, period=period, start=start, end=end)
+    if as_json:
+        print_json(lines)
+        return
+    if not lines:
+        click.echo("No use recorded in this period.")
+        return
+    rows = [
+        [
+            line["period"],
+            line["name"],
+            f"{line['reserved_hours']:.1f}",
+            f"{line['used_hours']:.1f}",
+            f"{line['idle_hours']:.1f}",
+            f"{line['energy_kwh']:.2f}",
+            f"{line['co2e_kg']:.2f}",
+        ]
+        for line in lines
+    ]
+    headers = [period.upper(), by.upper(), "RESERVED H", "USED H", "IDLE H", "KWH", "CO2E KG"]
+    click.echo(render.table(headers, rows))
+
+
 for command in jobcommands.COMMANDS:
     cli.add_command(command)
 

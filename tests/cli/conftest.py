@@ -16,6 +16,7 @@ from monitoring.models import Device, Host
 
 # The real sshd, GNU screen and a node behind them, for the job commands (tests/jobs's own).
 from tests.jobs.conftest import fake_gpu_root, log_dir, node, runner, sshd  # noqa: F401
+from tests.workers import run_queued
 
 
 def gpu(index, used, util):
@@ -118,12 +119,14 @@ def gpu_node(node, runner):  # noqa: F811  (fixtures imported above)
 
 @pytest.fixture
 def workers():
-    """What the workers do after each monitoring cycle: ask the hosts which tasks ended."""
+    """What the workers do: the actions asked of them, and after each monitoring cycle,
+    ask the hosts which tasks ended and fetch the logs."""
     done = threading.Event()
 
     def loop():
         try:
             while not done.wait(0.3):
+                run_queued()
                 sync_running()
         finally:
             connection.close()

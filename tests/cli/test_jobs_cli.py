@@ -220,7 +220,7 @@ def test_a_refused_start_says_why_and_leaves_no_job(hive, signed_in, owner, lab)
 
 
 def test_a_start_that_fails_on_the_host_says_why_and_keeps_the_failed_job(
-    hive, signed_in, runner, gpu_node
+    hive, signed_in, runner, gpu_node, workers
 ):
     profile = profile_for(runner)
     profile.unix_username = "no-such-account"  # the host refuses the login

@@ -6,6 +6,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from accesscontrol.firstadmin import write_password_file
 from accesscontrol.services import ensure_default_group, profile_for
 from monitoring import localaccounts
 from monitoring.hostsfile import HostsFileError, read_hosts_file, save_hosts
@@ -85,6 +86,7 @@ class Command(BaseCommand):
         email = email or self.ask("First admin's e-mail", "")
         if password is None and self.interactive:
             password = getpass.getpass("Password (empty: generate one): ") or None
+        generated = password is None
         admin, password = create_first_admin(username, email, password)
         self.stdout.write(
             self.style.SUCCESS(
@@ -92,6 +94,9 @@ class Command(BaseCommand):
                 "(shown once; change it after logging in)"
             )
         )
+        if generated:
+            path = write_password_file(username, password)
+            self.stdout.write(f"The password is also in {path} until {username} first signs in.")
         return admin
 
     def _admin_account(self, admin, name):
