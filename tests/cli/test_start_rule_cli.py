@@ -12,7 +12,7 @@ from jobs.models import Job, Task
 from tests.queueing.conftest import Lab
 from tests.queueing.test_start_rule import CASES, Case
 
-from .test_jobs_cli import submitted_task
+from .test_jobs_cli import _own_screen_sessions, submitted_task  # noqa: F401  (autouse)
 
 
 @pytest.fixture(params=list(CASES), ids=list(CASES))
