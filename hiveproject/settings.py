@@ -519,3 +519,21 @@ DATABASE_RETRY_AFTER = envint("DATABASE_RETRY_AFTER", 5)
 REST_FRAMEWORK["DEFAULT_PAGINATION_CLASS"] = "hiveproject.pagination.LinkHeaderPagination"
 API_PAGE_SIZE = envint("API_PAGE_SIZE", 100)
 API_MAX_PAGE_SIZE = envint("API_MAX_PAGE_SIZE", 1000)
+
+# --- Web interface (issue 17): one design system, grouped navigation, error pages ---
+TEMPLATES[0]["OPTIONS"]["context_processors"].append("hiveproject.navigation.navigation")
+FORM_RENDERER = "hiveproject.forms.BootstrapRenderer"
+INSTALLED_APPS += ["board"]
+# Pages show times in the reader's zone (after authentication, which it reads).
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
+    "board.middleware.UserTimeZoneMiddleware",
+)
+# A refused form (CSRF) gets the site's page, not Django's bare one (templates/403_csrf.html).
+CSRF_FAILURE_VIEW = "board.views.csrf_failure"
+# Pages compressed (the GPU board of 800 GPUs is ~500 KB of HTML, ~50 KB gzipped). Django's
+# gzip pads each response with random bytes and masks CSRF tokens, against BREACH.
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+    "django.middleware.gzip.GZipMiddleware",
+)

@@ -53,6 +53,7 @@ urlpatterns = [
     path("fairuse/", include("fairuse.urls")),
     path("usage/", include("accounting.urls")),
     path("notifications/", include("notifications.urls")),
+    path("", include("board.urls")),
     path("", include("monitoring.urls")),
 ]
 # A URL no route matches answers JSON under /api/, like every other API error.

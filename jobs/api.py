@@ -346,8 +346,7 @@ class TaskViewSet(
         """{"action": spawn|interrupt|terminate|kill|stop} on this task; answered at once
         (202, the task "starting" or "stopping"), carried out by the workers."""
         data = _input(request, ActionSerializer)
-        task = self.get_object()
-        actions.request(task, request.user, data["action"])
+        task = actions.request(self.get_object(), request.user, data["action"])
         task = self.get_queryset().get(pk=task.pk)
         return Response(TaskSerializer(task).data, status=status.HTTP_202_ACCEPTED)
 

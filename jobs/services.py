@@ -23,7 +23,7 @@ from queueing.availability import may_start  # the queue belongs to the jobs lay
 from reservations.models import Reservation
 
 from . import accounts, remote, templating
-from .models import Job, Task, TaskAction
+from .models import Job, Task
 
 SIGNALS = {"interrupt": "INT", "terminate": "TERM", "kill": "KILL"}
 
@@ -275,11 +275,11 @@ def launch_claimed(task: Task) -> Task:
     return task
 
 
-def new_run(task: Task, user) -> Task:
-    """A new pending run of an ended task that did not succeed: a task of the same job with
-    the same command, GPUs and environment; the old one keeps its status, exit code and log,
-    and points to it. Call it in the transaction that claims the new run's start, so a
-    refused start leaves nothing behind."""
+def rerun_task(task: Task, user, start=None) -> Task:
+    """Run an ended task that did not succeed again: a new task of the same job with the same
+    command, GPUs and environment, started now as the owner. The old one keeps its status,
+    exit code and log, and points to the new run; a refused start leaves nothing behind.
+    ``start(new, user)`` starts the new run (default ``spawn_task``: here and now)."""
     check_may_run(user, task)
     if not task.may_rerun:
         again = f": it was run again as task {task.rerun_as_id}" if task.rerun_as_id else ""
@@ -287,18 +287,19 @@ def new_run(task: Task, user) -> Task:
             f"Task {task.pk} is {task.get_status_display().lower()}{again}; only a failed or "
             "stopped task, or one that exited with an error, can be run again."
         )
-    new = _new_task(task.job, spec_of(task))
-    if not Task.objects.filter(pk=task.pk, rerun_as=None).update(rerun_as=new):
-        raise ValidationError(f"Task {task.pk} was run again by someone else just now.")
-    return new
-
-
-def rerun_task(task: Task, user) -> Task:
-    """Run an ended task that did not succeed again, now (see new_run)."""
     with transaction.atomic():
-        new = new_run(task, user)
-        claim_start(new, user)
-    return launch_claimed(new)
+        new = _new_task(task.job, spec_of(task))
+        if not Task.objects.filter(pk=task.pk, rerun_as=None).update(rerun_as=new):
+            raise ValidationError(f"Task {task.pk} was run again by someone else just now.")
+    try:
+        (start or spawn_task)(new, user)
+    except (ValidationError, PermissionDenied):
+        if Task.objects.filter(pk=new.pk, status=Task.Status.PENDING).delete()[0]:
+            # Never started: as if it had not been asked (the old run may be run again).
+            Task.objects.filter(pk=task.pk).update(rerun_as=None)
+        raise
+    new.refresh_from_db()
+    return new
 
 
 def _finish(task: Task, status: str, **fields) -> bool:
@@ -501,9 +502,8 @@ def act_on(tasks, user, action: str, do=None) -> list[tuple[Task, str]]:
         if not _applies(task, action):
             continue
         try:
-            done = (do or act)(task, user, action)
-            # A task run again is answered by its new run.
-            results.append((done.task if isinstance(done, TaskAction) else done, ""))
+            # The task acted on: for a task run again, its new run.
+            results.append(((do or act)(task, user, action), ""))
         except (ValidationError, PermissionDenied) as exc:
             results.append((task, error_text(exc)))
     return results

@@ -3,7 +3,6 @@ from django.urls import path
 from . import health, metrics, views
 
 urlpatterns = [
-    path("", views.overview, name="overview"),
     path("metrics", metrics.metrics, name="metrics"),
     path("healthz", health.healthz, name="healthz"),
     path("dashboard/layout", views.dashboard_layout, name="dashboard-layout"),

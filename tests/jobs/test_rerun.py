@@ -76,9 +76,11 @@ def test_start_on_the_page_runs_failed_tasks_again(client, runner, node):
     Task.objects.filter(pk=task.pk).update(status=Task.Status.FAILED, error="lost")
     client.force_login(runner)
     response = client.post(f"/jobs/{task.job_id}/action", {"action": "spawn"}, follow=True)
-    assert "spawn: 1 of 1 tasks it applies to" in response.content.decode()
-    assert "run again as task" in response.content.decode()
-    run_queued()  # the workers start it
+    assert "spawn: 1 of 1 tasks it applies to, handed to" in response.content.decode()
+    assert f"run again as task {Task.objects.get(pk=task.pk).rerun_as_id}" in (
+        response.content.decode()
+    )
+    run_queued()  # the workers start the new run
     task.refresh_from_db()
     assert task.rerun_as is not None and task.rerun_as.status == Task.Status.RUNNING
 
@@ -88,9 +90,9 @@ def test_the_api_runs_a_failed_task_again(client, runner, node):
     Task.objects.filter(pk=task.pk).update(status=Task.Status.FAILED, error="lost")
     client.force_login(runner)
     answer = client.post(f"/api/jobs/{task.job_id}/act/", {"action": "spawn"}, "application/json")
-    assert answer.status_code == 202, answer.json()  # accepted: the workers start it
+    assert answer.status_code == 202, answer.json()
     new = Task.objects.get(pk=task.pk).rerun_as
     assert answer.json()["results"] == [{"task": new.pk, "status": "starting", "error": ""}]
-    run_queued()
+    run_queued()  # the workers start the new run
     assert client.get(f"/api/tasks/{task.pk}/").json()["rerun_as"] == new.pk
     assert client.get(f"/api/jobs/{task.job_id}/").json()["status"] == "running"

@@ -4,7 +4,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0002_task_actions_and_stored_logs"),
+        ("jobs", "0001_initial"),
     ]
 
     operations = [
