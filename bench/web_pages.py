@@ -48,10 +48,7 @@ from reservations.models import CalendarChoice  # noqa: E402
 
 MEASURE = """() => {
   const nav = performance.getEntriesByType("navigation")[0];
-  const resources = performance.getEntriesByType("resource");
   return {
-    bytes: nav.transferSize + resources.reduce((sum, r) => sum + r.transferSize, 0),
-    requests: 1 + resources.length,
     dom: document.getElementsByTagName("*").length,
     server_ms: nav.responseStart - nav.requestStart,
     load_ms: nav.loadEventEnd - nav.startTime,
@@ -108,12 +105,23 @@ def load(browser, base: str, path: str, ready: str) -> dict:
     """One cold load (a fresh browser context: nothing cached but the session)."""
     context = signed_in_context(browser, base)
     page = context.new_page()
+    responses = []
+    page.on("response", lambda response: responses.append(response))
     page.goto(base + path, wait_until="load")
     page.wait_for_selector(ready)
     page.wait_for_load_state("networkidle")
     figures = page.evaluate(MEASURE)
+    # What came over the wire: each body as sent (compressed where the server compresses),
+    # by its Content-Length, or its decoded length where it has none.
+    figures["bytes"] = sum(wire_size(response) for response in responses)
+    figures["requests"] = len(responses)
     context.close()
     return figures
+
+
+def wire_size(response) -> int:
+    length = response.headers.get("content-length")
+    return int(length) if length else len(response.body())
 
 
 def live_update(browser, base: str, rounds: int = 3) -> list[tuple[int, float]]:

@@ -4,15 +4,19 @@ never reach hosts) and the booking states: one dict per GPU, one per host."""
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from django.urls import reverse
+
 from monitoring.models import Device, Host
 
 from .states import FREE, booking_states, state_text
+from .templatetags.board_format import short_gib
 
 
 @dataclass
 class HostRow:
     host: Host
     up: bool
+    url: str = ""
     gpus: list[dict] = field(default_factory=list)
 
 
@@ -45,7 +49,7 @@ def host_row(host: Host, states: dict, user) -> HostRow:
     snapshot = host.last_snapshot or {}
     samples = {g.get("uuid"): g for g in snapshot.get("gpus") or []} if up else {}
     users = users_by_gpu(snapshot.get("processes") or []) if up else {}
-    row = HostRow(host, up)
+    row = HostRow(host, up, reverse("host-detail", args=[host.name]))
     for device in host.devices.all():
         booking = states.get(device.pk, FREE)
         sample = samples.get(device.uuid)
@@ -61,15 +65,13 @@ def gpu_tile(device: Device, sample, users, booking, up: bool, user) -> dict:
         "id": device.pk,
         "index": device.index,
         "model": short_model(device.name),
-        "util": sample.get("utilization_gpu"),
-        "mem_used": sample.get("memory_used_mib"),
-        "mem_total": total,
-        "mem_percent": percent(sample.get("memory_used_mib"), total),
-        "temp": sample.get("temperature_c"),
-        "power": sample.get("power_w"),
-        "users": users,
+        "util_width": percent(sample.get("utilization_gpu"), 100) or 0,
+        "mem_width": percent(sample.get("memory_used_mib"), total) or 0,
+        "figures": figures(sample, total) if up and not lost else "",
+        "users": ", ".join(users) or "no processes",
         "booking": booking,
         "state_text": tile_text(booking, users, up, lost),
+        "colour": tile_colour(booking, users, up and not lost, booking.owner_id == user.pk),
         "mine": booking.owner_id == user.pk,
         "lost": lost,
         "last_seen": device.last_seen,
@@ -77,6 +79,32 @@ def gpu_tile(device: Device, sample, users, booking, up: bool, user) -> dict:
         # Free now: nobody's booking or job, and nothing running on it either.
         "free": up and not lost and booking.state == "free" and not users,
     }
+
+
+def figures(sample: dict, total) -> str:
+    """ "74 % · 35/48 GiB · 72 °C · 227 W", as board.js writes it on live updates. Built
+    here rather than in the template: 800 tiles of template filters cost a third of a second."""
+
+    def dash(value):
+        return "–" if value is None else value
+
+    power = sample.get("power_w")
+    return (
+        f"{dash(sample.get('utilization_gpu'))} % · {short_gib(sample.get('memory_used_mib'))}/"
+        f"{short_gib(total)} GiB · {dash(sample.get('temperature_c'))} °C · "
+        f"{'–' if power is None else round(power)} W"
+    )
+
+
+def tile_colour(booking, users, seen: bool, mine: bool) -> str:
+    """The tile's class (board.css; board.js's stateClass decides the same way live)."""
+    if not seen:
+        return "gt-down"
+    if mine:
+        return "gt-mine"
+    if booking.state == "free":
+        return "gt-busy" if users else "gt-free"
+    return "gt-job" if booking.state in ("job", "queue") else "gt-reserved"
 
 
 def tile_text(booking, users, up: bool, lost: bool) -> str:

@@ -531,9 +531,4 @@ MIDDLEWARE.insert(
 )
 # A refused form (CSRF) gets the site's page, not Django's bare one (templates/403_csrf.html).
 CSRF_FAILURE_VIEW = "board.views.csrf_failure"
-# Pages compressed (the GPU board of 800 GPUs is ~500 KB of HTML, ~50 KB gzipped). Django's
-# gzip pads each response with random bytes and masks CSRF tokens, against BREACH.
-MIDDLEWARE.insert(
-    MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
-    "django.middleware.gzip.GZipMiddleware",
-)
+# Pages go out compressed: GZipMiddleware, in the scale-and-speed block above.

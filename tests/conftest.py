@@ -50,6 +50,10 @@ PROFILE_PATHS = (
     "tests/security/test_deploy_check.py",  # production settings
     "tests/fairuse/test_idle_end_to_end.py",  # idle checks as broker tasks, real processes
     "tests/notifications/test_delivery.py",  # deliveries claimed once under races, retries
+    "tests/api/test_fuzz_live.py",  # schemathesis against daphne: what each database refuses
+    "tests/accounting/test_rollup.py",  # GPU-hours summed and bucketed by day in SQL
+    "tests/monitoring/test_steady_recording.py",  # bulk writes (executemany) per database
+    "tests/queueing/test_fairshare.py",  # decayed usage aggregated in SQL
 )
 
 
