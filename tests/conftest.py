@@ -34,6 +34,7 @@ PROFILE_PATHS = (
     "tests/jobs/test_sync.py",  # a stop landing during a sync, decided in SQL
     "tests/jobs/test_execution.py",  # smoke: jobs through sshd and screen
     "tests/jobs/test_actions.py",  # actions handed to the broker, carried out by workers
+    "tests/jobs/test_rerun.py",  # runs again handed to the broker, started by workers
     "tests/accesscontrol/test_signup.py",  # a request waiting on the workers' answer
     "tests/protection/test_end_to_end.py",  # handlers as broker tasks, real processes
     "tests/protection/test_handlers.py",
