@@ -60,3 +60,21 @@ def test_a_queued_jobs_start_is_told(hook, receiver, job, owner):
     assert body["event"] == "queued_started"
     assert body["text"] == "'sweep' started on node-1:0 after waiting 42 min."
     assert Delivery.objects.count() == 1
+
+
+def test_a_booking_reminder_reaches_chat_too_once(receiver, owner, settings):
+    from reservations import notifications as reminders
+    from reservations.models import Reservation
+
+    settings.RESERVATION_REMIND_START_MINUTES = 30
+    Channel.objects.create(
+        user=owner, kind="mattermost", target=receiver.url, events=["booking_starts"]
+    )
+    start = timezone.now() + timedelta(minutes=10)
+    Reservation.objects.create(
+        owner=owner, title="run", start=start, end=start + timedelta(hours=1)
+    )
+    assert reminders.send_due()["starts"] == 1
+    assert reminders.send_due()["starts"] == 0
+    ((_, body),) = receiver.received
+    assert body["text"].startswith("Your reservation 'run' starts soon\n'run' starts")
