@@ -78,3 +78,20 @@ def test_a_booking_reminder_reaches_chat_too_once(receiver, owner, settings):
     assert reminders.send_due()["starts"] == 0
     ((_, body),) = receiver.received
     assert body["text"].startswith("Your reservation 'run' starts soon\n'run' starts")
+
+
+def test_a_long_wait_is_told_once_with_its_reasons(hook, receiver, owner, other_user, settings):
+    from queueing.schedules import tell_long_waits
+
+    settings.QUEUE_NOTIFY_WAITING_HOURS = 6
+    long_ago = timezone.now() - timedelta(hours=7)
+    QueuedJob.objects.create(owner=owner, name="big", enqueued_at=long_ago,
+                             reasons=["no host has 8 GPUs"])  # fmt: skip
+    QueuedJob.objects.create(owner=owner, name="recent")
+    assert tell_long_waits() == 1
+    assert tell_long_waits() == 0
+    ((_, body),) = receiver.received
+    assert body["event"] == "queued_waiting"
+    assert body["text"] == (
+        "'big' has waited more than 6 hours. Why, as of the last round:\n- no host has 8 GPUs"
+    )
