@@ -43,6 +43,7 @@ PROFILE_PATHS = (
     "tests/security/test_deploy_check.py",  # production settings
     "tests/fairuse/test_idle_end_to_end.py",  # idle checks as broker tasks, real processes
     "tests/notifications/test_delivery.py",  # deliveries claimed once under races, retries
+    "tests/accounting/test_rollup.py",  # week/month truncation and partial unique keys in SQL
 )
 
 
