@@ -30,8 +30,8 @@ for app_urls in (
     accounting.urls,
     notifications.urls,
 ):
-    for prefix, viewset in app_urls.api_routes:
-        router.register(prefix, viewset)
+    for route in app_urls.api_routes:  # (prefix, viewset[, basename])
+        router.register(*route)
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -42,7 +42,8 @@ urlpatterns = [
     path("account/", include("apitokens.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/", include(router.urls)),
+    # Namespaced: the API's route names ("job-list"...) would otherwise be the pages' too.
+    path("api/", include((router.urls, "api"))),
     path("api-auth/", include("rest_framework.urls")),
     path("access/", include("accesscontrol.urls")),
     path("reservations/", include("reservations.urls")),
@@ -52,6 +53,7 @@ urlpatterns = [
     path("fairuse/", include("fairuse.urls")),
     path("usage/", include("accounting.urls")),
     path("notifications/", include("notifications.urls")),
+    path("", include("board.urls")),
     path("", include("monitoring.urls")),
 ]
 # A URL no route matches answers JSON under /api/, like every other API error.

@@ -18,7 +18,7 @@ from django.utils import timezone
 from monitoring import lease
 from notifications.send import notify
 
-from . import services
+from . import actions, services
 from .models import Job, Task
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,17 @@ def sync_running(host_ids=None) -> str:
         return f"sync failed: {exc}"
     summary = f"{len(tasks)} active tasks checked, {ended} ended{settled}"
     lease.record_success(SYNC_ACTIVITY, summary)
-    return summary
+    return f"{summary}; {fetch_logs(host_ids)}"
+
+
+def fetch_logs(host_ids=None) -> str:
+    """The logs' new parts, after the sync (so a task seen ended has its whole log)."""
+    try:
+        return actions.fetch_logs(host_ids)
+    except Exception as exc:  # recorded where admins look; the next round tries again
+        log.exception("fetching logs failed")
+        lease.record_failure(actions.LOGS_ACTIVITY, exc)
+        return f"fetching logs failed: {exc}"
 
 
 def recover_starts(host_ids=None) -> str:
@@ -136,7 +146,7 @@ def _kill_after_grace(task: Task) -> None:
 def pending_sync_wanted(host_ids) -> bool:
     """Whether a cycle over these hosts needs the workers at all (cheap queries only)."""
     active = Q(status__in=Task.ACTIVE, host_id__in=host_ids)  # "starting": maybe interrupted
-    return Task.objects.filter(active).exists() or has_due_work()
+    return Task.objects.filter(active).exists() or has_due_work() or actions.logs_wanted(host_ids)
 
 
 def tell_job_ended(job_id: int) -> int:

@@ -27,6 +27,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from audit.log import record
+from jobs import actions as job_actions
 from jobs import remote
 from jobs import services as job_services
 from jobs.models import Task, derive_status
@@ -184,22 +185,26 @@ def _after_run(queued: QueuedJob, outcome: str) -> None:
 # --- stopping runs ---------------------------------------------------------------------------
 
 
-def stop_run(run: QueueRun, reason: str, *, requeue: bool, outcome: str, user=None) -> None:
-    """Stop a run's tasks gracefully (SIGTERM, SIGKILL after JOBS_STOP_GRACE_SECONDS)."""
+def stop_run(
+    run: QueueRun, reason: str, *, requeue: bool, outcome: str, user=None, later=False
+) -> None:
+    """Stop a run's tasks gracefully (SIGTERM, SIGKILL after JOBS_STOP_GRACE_SECONDS);
+    ``later``: hand the stops to the workers (a request never reaches a host)."""
     changed = QueuedJob.objects.filter(pk=run.queued_job_id, state__in=QueuedJob.HOLDING).update(
         state=State.STOPPING, stop_reason=reason, requeue_after_stop=requeue
     )
     QueueRun.objects.filter(pk=run.pk, ended_at=None).update(outcome=outcome)
     if changed:
-        stop_running_tasks(run, user)
+        stop_running_tasks(run, user, later=later)
 
 
-def stop_running_tasks(run: QueueRun, user=None) -> None:
+def stop_running_tasks(run: QueueRun, user=None, later=False) -> None:
     """SIGTERM each running task of the run; one that cannot be stopped is recorded and the
     others are still stopped."""
+    stop = (lambda t, u: job_actions.request(t, u, "stop")) if later else job_services.stop_task
     for task in run.job.tasks.filter(status=Task.Status.RUNNING).select_related("host"):
         try:
-            job_services.stop_task(task, user)
+            stop(task, user)
         except (ValidationError, PermissionDenied) as exc:
             lease.record_failure(ACTIVITY, f"stopping task {task.pk}: {exc}")
 
@@ -234,11 +239,9 @@ def lead() -> timedelta:
 def preempt_for_reservations(now: datetime) -> int:
     """Stop running queue jobs on GPUs that someone else's reservation takes soon."""
     slots = (
-        ReservedDevice.objects.filter(
-            holds=True,
+        ReservedDevice.objects.holding(now, now + lead())
+        .filter(
             reservation__status=Reservation.Status.CONFIRMED,
-            start__lte=now + lead(),
-            end__gt=now,
             device__queue_claim__run__ended_at=None,
             device__queue_claim__run__queued_job__state=State.RUNNING,
         )

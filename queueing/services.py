@@ -15,6 +15,7 @@ from django.db.models import Sum
 
 from accesscontrol.permissions import can
 from audit.log import record
+from hiveproject.api_errors import Conflict
 from jobs import services as job_services
 from jobs import templating
 from monitoring.models import Device, Host
@@ -169,6 +170,11 @@ def cancel(queued: QueuedJob, user) -> QueuedJob:
     if not left:
         from .scheduler import stop_run  # the scheduler imports this module
 
+        queued.refresh_from_db(fields=["state"])
+        if queued.state in QueuedJob.ENDED:  # ended between the read and the cancel
+            raise Conflict(
+                f"'{queued}' ended meanwhile ({queued.get_state_display()}); nothing was changed."
+            )
         run = open_run(queued)
         if run is None:
             raise ValidationError(f"'{queued}' is starting just now: try again in a moment.")
@@ -178,6 +184,7 @@ def cancel(queued: QueuedJob, user) -> QueuedJob:
             requeue=False,
             outcome=QueueRun.Outcome.CANCELLED,
             user=user,
+            later=True,
         )
     record("queue.cancel", actor=user, target=queued)
     queued.refresh_from_db()

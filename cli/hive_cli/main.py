@@ -80,7 +80,9 @@ def revoke_previous(previous: config.Config, url: str) -> None:
 
 @cli.command()
 @click.option("--host", help="Only this host.")
-@click.option("--free", is_flag=True, help="Only GPUs free for you now.")
+@click.option(
+    "--free", is_flag=True, help="Only GPUs you may start on now (the server's start rule)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 def status(host, free, as_json):
     """Every GPU: use, memory, who runs what, who booked it until when."""
@@ -88,9 +90,9 @@ def status(host, free, as_json):
     me = whoami(api, settings)
     gpus = lab.gpus(api, host or "")
     if free:
-        gpus = [g for g in gpus if g.free_for(me)]
+        gpus = [g for g in gpus if g.usable]
     if as_json:
-        print_json([g.as_dict(me) for g in gpus])
+        print_json([g.as_dict() for g in gpus])
         return
     if not gpus:
         click.echo("No free GPUs." if free else "No GPUs.")
@@ -123,6 +125,9 @@ def gpu_state(gpu: lab.Gpu, me: str) -> str:
         return render.paint("busy", fg="yellow")
     if gpu.reservation and gpu.reservation["owner"] != me:
         return render.paint("reserved", fg="yellow")
+    if not gpu.usable:  # e.g. "no grant", "held by task": the start rule's first reason
+        code = gpu.reasons[0]["code"] if gpu.reasons else "not usable"
+        return render.paint(code.replace("_", " "), fg="yellow")
     return render.paint("free", fg="green")
 
 
