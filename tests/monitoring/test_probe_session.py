@@ -176,3 +176,15 @@ def test_a_network_drop_times_out_then_the_host_comes_back(own_sshd, lab, loop, 
         os.kill(pid, signal.SIGCONT)
     pool.close()  # the pool's pause after failures is another test's business
     cycle_until(loop, host, is_up, 20)
+
+
+def test_a_loop_that_ends_leaves_no_remote_loop_behind(ssh_host, lab, fast):
+    ending = ProbeLoop(holder="ending")
+    ending.start_probes()  # a probe thread starts the host's session...
+    [(_, starting)] = ending.in_flight.values()
+    ending.close()  # ...and the loop ends before it is done
+    assert starting.result(timeout=30)[0].reachable
+    deadline = time.monotonic() + 10
+    while session_pids(ssh_host) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert session_pids(ssh_host) == []
