@@ -29,6 +29,7 @@ PROFILE_PATHS = (
     "tests/monitoring/test_ssh_probe.py",  # smoke: monitoring against the real sshd
     "tests/monitoring/test_healthz.py",  # the database and the broker (Redis) answering
     "tests/monitoring/test_probe_session.py",  # faults: remote loop killed, reboot, drop
+    "tests/monitoring/test_steady_recording.py",  # executemany with each backend's values
     "tests/queueing/test_runs.py",  # GPU claims unique in the database, gang start
     "tests/queueing/test_dispatch.py",  # rounds handed to the broker
     "tests/jobs/test_sync.py",  # a stop landing during a sync, decided in SQL
