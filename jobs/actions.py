@@ -80,6 +80,13 @@ def carry_out(action_id: int) -> str:
     )
     if order is None:
         return f"action {action_id} is done or gone"
+    if not TaskAction.objects.filter(pk=order.pk, begun_at=None).update(begun_at=timezone.now()):
+        # Handed out again after its worker died mid-way: never twice (a start left half
+        # done is settled by the sync from what the host shows).
+        error = "the worker carrying it out stopped; ask again if nothing happened"
+        TaskAction.objects.filter(pk=order.pk).update(done_at=timezone.now(), error=error)
+        lease.record_failure(ACTIVITY, f"task {order.task_id}: {order}: {error}")
+        return f"{order}: {error}"
     try:
         _carry_out(order)
     except (ValidationError, PermissionDenied) as exc:
