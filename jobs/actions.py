@@ -216,9 +216,10 @@ def _store(task: Task, log_copy: TaskLog, piece: remote.LogPiece | None) -> int:
 
 
 def log_piece(task: Task, offset: int = 0, limit: int | None = None) -> dict:
-    """A piece of the task's log as last fetched: {"size", "offset", "next_offset", "text"};
-    ``size`` is how far the fetched log goes, the offsets are bytes of the log on the host;
-    empty while the task is starting."""
+    """A piece of the task's log as last fetched: {"size", "offset", "next_offset", "text",
+    "complete"}; ``size`` is how far the fetched log goes, the offsets are bytes of the log
+    on the host, ``complete`` says the task had ended when it was fetched (nothing more will
+    come); empty while the task is starting."""
     if not task.log_path and task.status != Task.Status.STARTING:
         raise ValidationError("The task has not started: it has no log yet.")
     limit = limit or settings.JOBS_LOG_CHUNK_BYTES
@@ -231,6 +232,7 @@ def log_piece(task: Task, offset: int = 0, limit: int | None = None) -> dict:
         "offset": offset,
         "next_offset": offset + len(chunk),
         "text": chunk.decode(errors="replace"),
+        "complete": stored.complete,
     }
 
 
