@@ -34,14 +34,17 @@ LOGS_ACTIVITY = "jobs-logs"
 # --- actions -------------------------------------------------------------------------------
 
 
-def request(task: Task, user, action: str) -> TaskAction:
-    """Check and claim ``action`` on the task for ``user``, and hand it to the workers.
+def request(task: Task, user, action: str) -> Task:
+    """Check and claim ``action`` on the task for ``user``, and hand it to the workers; the
+    task acted on (for "spawn" on a task that failed or was stopped: its new run).
 
     Raises ValidationError or PermissionDenied (nothing changed) when it may not be done."""
     if action not in services.ACTIONS:
         raise ValidationError(
             f"Unknown action {action!r}: use one of {', '.join(services.ACTIONS)}."
         )
+    if action == "spawn" and task.status in Task.ENDED:
+        return services.rerun_task(task, user, start=lambda new, who: request(new, who, "spawn"))
     before = task.status
     with transaction.atomic():
         if action == "spawn":
@@ -54,7 +57,7 @@ def request(task: Task, user, action: str) -> TaskAction:
     if not lease.enqueue(ACTIVITY, "jobs.actions.carry_out", order.pk):
         _give_up(order, "the background workers cannot be reached (task broker down)")
         raise ValidationError(f"Task {task.pk}: the background workers cannot be reached now.")
-    return order
+    return task
 
 
 def request_all(tasks, user, action: str) -> list[tuple[Task, str]]:

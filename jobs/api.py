@@ -6,6 +6,8 @@ exception handler (hiveproject/api_errors.py)."""
 
 import shlex
 
+from django.conf import settings
+from django.db import transaction
 from django.db.models import Prefetch
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -15,7 +17,8 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from accesscontrol.permissions import RestrictedViewSetMixin, can
-from hiveproject.ids import MAX_ID, IdField
+from hiveproject.api_errors import Conflict
+from hiveproject.ids import IdField, id_list
 from monitoring.models import Device, Host
 from reservations.models import Reservation
 
@@ -68,6 +71,7 @@ class TaskSerializer(serializers.ModelSerializer):
             "scheduled_stop",
             "reservation",
             "argv",
+            "rerun_as",
         ]
         read_only_fields = [f for f in fields if f not in ("scheduled_start", "scheduled_stop")]
 
@@ -106,12 +110,19 @@ class JobSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "description", "template", "owner", "status", "created", "tasks"]
 
 
+def literal_values() -> serializers.DictField:
+    """Parameters or environment as NAME: value, each value kept exactly as sent: the README
+    promises literal arguments, so no trimming (a trailing newline or space is the user's)."""
+    child = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    return serializers.DictField(child=child, default=dict)
+
+
 class TaskRowSerializer(serializers.Serializer):
     host = IdField(queryset=Host.objects.all())
     devices = IdField(many=True, queryset=Device.objects.all(), required=False, default=list)
     template = serializers.CharField(required=False, help_text="Default: the job's template.")
-    parameters = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
-    env = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
+    parameters = literal_values()
+    env = literal_values()
     scheduled_start = serializers.DateTimeField(required=False, allow_null=True)
     scheduled_stop = serializers.DateTimeField(required=False, allow_null=True)
     reservation = IdField(queryset=Reservation.objects.all(), required=False, allow_null=True)
@@ -121,7 +132,7 @@ class JobCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
     template = serializers.CharField(required=False, allow_blank=True, default="")
-    tasks = TaskRowSerializer(many=True)
+    tasks = TaskRowSerializer(many=True, max_length=settings.JOBS_MAX_TASKS)
 
 
 class GridSerializer(serializers.Serializer):
@@ -130,8 +141,10 @@ class GridSerializer(serializers.Serializer):
     template = serializers.CharField()
     host = IdField(queryset=Host.objects.all())
     devices = IdField(many=True, queryset=Device.objects.all(), required=False, default=list)
-    values = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
-    env = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
+    values = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField(trim_whitespace=False))
+    )
+    env = literal_values()
     samples = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     seed = serializers.IntegerField(required=False, allow_null=True)
 
@@ -145,24 +158,18 @@ class DistributedSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
     kind = serializers.ChoiceField(choices=list(distributed.KINDS.items()))
-    nodes = NodeSerializer(many=True)
+    nodes = NodeSerializer(many=True, max_length=settings.JOBS_MAX_TASKS)
     command = serializers.CharField(help_text="Script and arguments (torchrun) or command.")
     launcher = serializers.CharField(required=False, default="torchrun")
     nproc_per_node = serializers.IntegerField(required=False, default=1, min_value=1)
-    parameters = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
-    env = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
-
-
-def id_list():
-    """Object ids; bounded, since the database refuses (with a 500) ids beyond 64 bits."""
-    child = serializers.IntegerField(min_value=1, max_value=MAX_ID)
-    return serializers.ListField(child=child, required=False, default=list)
+    parameters = literal_values()
+    env = literal_values()
 
 
 class ActionSerializer(serializers.Serializer):
     action = serializers.ChoiceField(choices=services.ACTIONS)
-    tasks = id_list()
-    jobs = id_list()
+    tasks = id_list(required=False, default=list)
+    jobs = id_list(required=False, default=list)
 
 
 # What the actions and the log answer, for the OpenAPI schema.
@@ -334,7 +341,7 @@ class TaskViewSet(
             raise exceptions.ValidationError(
                 {"detail": "The scheduled stop must come after the start."}
             )
-        serializer.save()
+        serializer.instance = save_schedule(task, serializer.validated_data)
 
     @extend_schema(responses={202: TaskSerializer})
     @action(detail=True, methods=["post"], serializer_class=ActionSerializer)
@@ -342,8 +349,7 @@ class TaskViewSet(
         """{"action": spawn|interrupt|terminate|kill|stop} on this task; answered at once
         (202, the task "starting" or "stopping"), carried out by the workers."""
         data = _input(request, ActionSerializer)
-        task = self.get_object()
-        actions.request(task, request.user, data["action"])
+        task = actions.request(self.get_object(), request.user, data["action"])
         task = self.get_queryset().get(pk=task.pk)
         return Response(TaskSerializer(task).data, status=status.HTTP_202_ACCEPTED)
 
@@ -376,6 +382,23 @@ class TaskViewSet(
         return log_download(self.get_object())
 
 
+@transaction.atomic
+def save_schedule(task: Task, changes: dict) -> Task:
+    """Write only the scheduled times, on the row locked, and only if the task's status is
+    still the one the checks saw: a save of the whole row would put back a status the
+    workers changed meanwhile (a running task shown pending again)."""
+    stored = Task.objects.select_for_update().get(pk=task.pk)
+    if stored.status != task.status:
+        raise Conflict(
+            f"Task {task.pk} changed meanwhile (it is {stored.get_status_display().lower()} "
+            "now); nothing was changed."
+        )
+    for field, value in changes.items():
+        setattr(task, field, value)
+    task.save(update_fields=list(changes))
+    return task
+
+
 def is_whole_number(text: str) -> bool:
     """Only ASCII digits: str.isdigit() alone also accepts "²", which int() refuses."""
     return text.isascii() and text.isdigit()
@@ -393,7 +416,8 @@ def _int(value: str, name: str) -> int:
 
 
 def log_download(task: Task) -> HttpResponse:
-    """The log as kept by the service, as a text file (ValidationError before it started)."""
+    """The log as kept by the service, as a text file (ValidationError before it started).
+    The workers keep a bounded tail of each log, so the answer is bounded too."""
     response = HttpResponse(actions.log_file(task), content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{task.session_name}.log"'
     return response

@@ -32,8 +32,10 @@ class Job(models.Model):
 
     @property
     def status(self) -> str:
-        """Derived from the tasks: running > pending > failed > stopped > succeeded."""
-        return derive_status([(t.status, t.exit_code) for t in self.tasks.all()])
+        """Derived from the tasks: running > pending > failed > stopped > succeeded. A task run
+        again counts by its latest run."""
+        latest = (t for t in self.tasks.all() if t.rerun_as_id is None)
+        return derive_status([(t.status, t.exit_code) for t in latest])
 
 
 def derive_status(states: list[tuple[str, int | None]]) -> str:
@@ -96,7 +98,14 @@ class Task(models.Model):
     reservation = models.ForeignKey(
         Reservation, null=True, blank=True, on_delete=models.SET_NULL, related_name="tasks"
     )
+    # The new run of this task, once it was run again (this one keeps its status and log).
+    rerun_as = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="rerun_of"
+    )
     created = models.DateTimeField(auto_now_add=True)
+
+    # Ended without success: such a task may be run again (see jobs.services.rerun_task).
+    RERUNNABLE = frozenset({Status.FAILED, Status.KILLED})
 
     class Meta:
         ordering = ["job", "id"]
@@ -121,6 +130,13 @@ class Task(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+    @property
+    def may_rerun(self) -> bool:
+        failed = self.status in self.RERUNNABLE or (
+            self.status == self.Status.EXITED and self.exit_code != 0
+        )
+        return failed and self.rerun_as_id is None
 
 
 class TaskAction(models.Model):

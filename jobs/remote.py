@@ -11,7 +11,6 @@ the task's process group), ``NAME.exit`` (``CODE ISO-TIME`` written when the com
 
 import base64
 import copy
-import getpass
 import re
 import threading
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from datetime import datetime
 
 from django.conf import settings
 
+from monitoring import localaccounts
 from monitoring.connections import ConnectionPool
 from monitoring.models import Host
 from monitoring.transport import CommandResult, TransportError
@@ -126,15 +126,15 @@ def close_all() -> None:
 
 
 def run_as(host: Host, username: str, argv: list[str], timeout=None) -> CommandResult:
-    """Run argv on host logged in as ``username`` with the service key."""
-    if host.is_local and username != getpass.getuser():
-        raise RemoteError(
-            f"{host.name} is reached without SSH, as {getpass.getuser()!r}: tasks there can "
-            f"only run as that account, not as {username!r}"
-        )
+    """Run argv on host as ``username``: logged in with the service key over SSH, or on the
+    service's own machine switched to that account (see monitoring.localaccounts)."""
     as_user = copy.copy(host)
     as_user.username = username
     try:
+        if host.is_local:
+            if why := localaccounts.problem(host.name, username):
+                raise RemoteError(why)
+            argv = localaccounts.as_account(username, argv)
         return _pool(username).run(as_user, argv, timeout=timeout)
     except TransportError as exc:
         raise RemoteError(f"{host.name}: {exc}") from None

@@ -97,13 +97,21 @@ class ConnectionPool:
 
     def run(self, host: Host, argv, timeout=None, stdin=None, force=False) -> CommandResult:
         """Run argv on host. ``force`` skips the backoff pause (e.g. "probe now")."""
+        timeout = timeout or settings.SSH_COMMAND_TIMEOUT
+        return self._call(host, force, lambda t: t.run(argv, timeout=timeout, stdin=stdin))
+
+    def start(self, host: Host, argv):
+        """Start a long-running command on an SSH host; returns its paramiko channel."""
+        return self._call(host, False, lambda t: t.start(argv))
+
+    def _call(self, host: Host, force: bool, action):
+        """action(transport), with the pauses after failures to log in."""
         entry = self._entry(host)
         if not force and entry.last_error is not None and time.monotonic() < entry.retry_at:
             wait = entry.retry_at - time.monotonic()
             raise type(entry.last_error)(f"{entry.last_error} (next attempt in {wait:.0f}s)")
-        timeout = timeout or settings.SSH_COMMAND_TIMEOUT
         try:
-            result = entry.transport.run(argv, timeout=timeout, stdin=stdin)
+            result = action(entry.transport)
         except CONNECT_ERRORS as exc:
             entry.failures += 1
             entry.last_error = exc
@@ -111,6 +119,11 @@ class ConnectionPool:
             raise
         entry.failures, entry.last_error = 0, None
         return result
+
+    def same_connection(self, host: Host) -> bool:
+        """Whether host's connection is still the one for its current settings."""
+        entry = self._entries.get(host.pk)
+        return entry is not None and entry.signature == _signature(host)
 
     def take_first_contact_key(self, host: Host) -> HostKey | None:
         """The host key accepted at first contact since the last call, if any.

@@ -20,6 +20,8 @@ import paramiko
 
 log = logging.getLogger(__name__)
 
+IDLE_WAKEUP_SECONDS = 1.0
+
 
 class TransportError(Exception):
     """A problem reaching a host or running a command there; ``str()`` is one line."""
@@ -234,7 +236,13 @@ class SSHTransport:
         except (OSError, paramiko.SSHException, EOFError) as exc:
             client.close()
             raise Unreachable(f"cannot connect to {t.address}:{t.port}: {_reason(exc)}") from None
-        client.get_transport().set_keepalive(t.keepalive)
+        transport = client.get_transport()
+        transport.set_keepalive(t.keepalive)
+        # paramiko's reader thread wakes every 0.1 s to see whether it should stop: with
+        # hundreds of idle connections that is thousands of wake-ups a second. Once a
+        # second still sends keepalives on time; a closed connection's thread ends within
+        # it (close() does not wait for it).
+        transport.sock.settimeout(IDLE_WAKEUP_SECONDS)
         return client
 
     def _connected_client(self) -> paramiko.SSHClient:
@@ -244,18 +252,35 @@ class SSHTransport:
             self._client = self._connect()
         return self._client
 
-    def run(self, argv: list[str], timeout: float, stdin: str | None = None) -> CommandResult:
-        _not_in_request(argv)
-        line = check_command(argv)
+    def _open_channel(self) -> paramiko.Channel:
         with self._lock:
             client = self._connected_client()
             try:
-                chan = client.get_transport().open_session(timeout=self.target.connect_timeout)
+                return client.get_transport().open_session(timeout=self.target.connect_timeout)
             except (OSError, paramiko.SSHException, EOFError) as exc:
                 self.close()
                 raise Unreachable(
                     f"connection to {self.target.address} lost: {_reason(exc)}"
                 ) from None
+
+    def start(self, argv: list[str]) -> paramiko.Channel:
+        """Start a long-running command; the caller talks to it over the returned channel
+        (its stdin and stdout) and closes it."""
+        _not_in_request(argv)
+        line = check_command(argv)
+        chan = self._open_channel()
+        try:
+            chan.exec_command(line)
+        except (OSError, paramiko.SSHException, EOFError) as exc:
+            chan.close()
+            self.close()
+            raise Unreachable(f"connection to {self.target.address} lost: {_reason(exc)}") from None
+        return chan
+
+    def run(self, argv: list[str], timeout: float, stdin: str | None = None) -> CommandResult:
+        _not_in_request(argv)
+        line = check_command(argv)
+        chan = self._open_channel()
         try:
             chan.exec_command(line)
             if stdin is not None:
@@ -280,6 +305,15 @@ class SSHTransport:
             self._client = None
 
 
+def wait_readable(chan: paramiko.Channel, timeout: float) -> None:
+    """Wait until chan has something to read or ended, at most timeout seconds. poll, not
+    select: select cannot watch a descriptor numbered 1024 or more, and a loop probing
+    hundreds of hosts holds more descriptors than that."""
+    poller = select.poll()
+    poller.register(chan.fileno(), select.POLLIN)
+    poller.poll(max(0, int(timeout * 1000)))
+
+
 def _drain(chan: paramiko.Channel, deadline: float) -> tuple[str, str]:
     """Read stdout and stderr until the command exits, or raise at the deadline."""
     out, err = bytearray(), bytearray()
@@ -287,7 +321,7 @@ def _drain(chan: paramiko.Channel, deadline: float) -> tuple[str, str]:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise CommandTimeout()
-        select.select([chan], [], [], min(remaining, 0.5))
+        wait_readable(chan, min(remaining, 0.5))
         while chan.recv_ready():
             out += chan.recv(65536)
         while chan.recv_stderr_ready():
