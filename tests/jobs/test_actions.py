@@ -234,7 +234,8 @@ def test_an_action_handed_out_again_after_its_worker_died_is_not_done_twice(runn
     from jobs import actions
 
     task = make_task(runner, node, "true")
-    order = actions.request(task, runner, "spawn")
+    actions.request(task, runner, "spawn")
+    order = TaskAction.objects.get(task=task)
     # The worker that took it died after marking it begun (django-q2 hands it out again).
     TaskAction.objects.filter(pk=order.pk).update(begun_at=timezone.now())
     run_queued()
