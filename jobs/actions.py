@@ -83,6 +83,13 @@ def carry_out(action_id: int) -> str:
     )
     if order is None:
         return f"action {action_id} is done or gone"
+    if not TaskAction.objects.filter(pk=order.pk, begun_at=None).update(begun_at=timezone.now()):
+        # Handed out again after its worker died mid-way: never twice (a start left half
+        # done is settled by the sync from what the host shows).
+        error = "the worker carrying it out stopped; ask again if nothing happened"
+        TaskAction.objects.filter(pk=order.pk).update(done_at=timezone.now(), error=error)
+        lease.record_failure(ACTIVITY, f"task {order.task_id}: {order}: {error}")
+        return f"{order}: {error}"
     try:
         _carry_out(order)
     except (ValidationError, PermissionDenied) as exc:
@@ -212,9 +219,10 @@ def _store(task: Task, log_copy: TaskLog, piece: remote.LogPiece | None) -> int:
 
 
 def log_piece(task: Task, offset: int = 0, limit: int | None = None) -> dict:
-    """A piece of the task's log as last fetched: {"size", "offset", "next_offset", "text"};
-    ``size`` is how far the fetched log goes, the offsets are bytes of the log on the host;
-    empty while the task is starting."""
+    """A piece of the task's log as last fetched: {"size", "offset", "next_offset", "text",
+    "complete"}; ``size`` is how far the fetched log goes, the offsets are bytes of the log
+    on the host, ``complete`` says the task had ended when it was fetched (nothing more will
+    come); empty while the task is starting."""
     if not task.log_path and task.status != Task.Status.STARTING:
         raise ValidationError("The task has not started: it has no log yet.")
     limit = limit or settings.JOBS_LOG_CHUNK_BYTES
@@ -227,6 +235,7 @@ def log_piece(task: Task, offset: int = 0, limit: int | None = None) -> dict:
         "offset": offset,
         "next_offset": offset + len(chunk),
         "text": chunk.decode(errors="replace"),
+        "complete": stored.complete,
     }
 
 

@@ -194,6 +194,9 @@ LOG_PIECE = inline_serializer(
         "offset": serializers.IntegerField(),
         "next_offset": serializers.IntegerField(),
         "text": serializers.CharField(),
+        "complete": serializers.BooleanField(
+            help_text="The task had ended when the log was fetched: nothing more will come."
+        ),
     },
 )
 

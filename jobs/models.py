@@ -159,6 +159,9 @@ class TaskAction(models.Model):
     requested_at = models.DateTimeField(auto_now_add=True)
     # The task's status when asked: a signal the host refused puts it back.
     status_before = models.CharField(max_length=10, choices=Task.Status.choices)
+    # Set by the worker that took it: a task the broker hands out again (its worker died)
+    # is not carried out twice; the sync settles a start left half done.
+    begun_at = models.DateTimeField(null=True, blank=True)
     done_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
 

@@ -20,7 +20,7 @@ from hiveproject.ids import MAX_ID
 from . import actions, distributed, services, templating
 from .api import attach_hint, is_whole_number, log_download
 from .forms import DistributedForm, GridForm, JobForm, TaskRowFormSet
-from .models import Job, Task, TaskLog
+from .models import Job, Task
 
 
 def visible_jobs(user):
@@ -238,10 +238,7 @@ def task_log_piece(request, pk):
         piece = actions.log_piece(task, int(offset))
     except ValidationError as exc:
         return JsonResponse({"detail": services.error_text(exc)}, status=400)
-    complete = TaskLog.objects.filter(task=task, complete=True).exists()
-    return JsonResponse(
-        {**piece, "status": task.status, "exit_code": task.exit_code, "complete": complete}
-    )
+    return JsonResponse({**piece, "status": task.status, "exit_code": task.exit_code})
 
 
 @login_required

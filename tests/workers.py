@@ -18,6 +18,11 @@ from django_q.monitor import save_task
 from django_q.signing import SignedPackage
 
 
+def discard_queued() -> None:
+    """Drop what earlier tests left on the broker (Redis keeps it across tests)."""
+    get_broker().purge_queue()
+
+
 def run_queued(limit: int = 1000) -> int:
     """Run what is queued now (and what those tasks queue); how many ran."""
     broker, ran = get_broker(), 0

@@ -15,6 +15,7 @@ POLL_SECONDS = 1.0  # how often `hive logs -f` asks while nothing new came (the 
 # waits to report how they went, and how often it looks.
 ACTION_WAIT_SECONDS = 120.0
 ACTION_POLL_SECONDS = 0.3
+LOG_END_WAIT_SECONDS = 30.0  # after the end, for the log's last part to reach the server
 
 
 def template_of(argv: tuple[str, ...] | list[str]) -> str:
@@ -204,28 +205,33 @@ def follow_log(
 ) -> dict:
     """Write the task's log; with ``follow``, keep writing what comes until the task ends.
 
-    The status is read before the log each round, so once it says "ended" the log read
-    after it is complete. Returns the task as last read.
+    The server serves the log as its workers last fetched it, and fetches it whole once more
+    after the end: once the task has ended, following goes on until the log says it is
+    complete (at most LOG_END_WAIT_SECONDS). Returns the task as last read.
     """
-    offset = 0
+    offset, complete, waited = 0, True, 0.0
     while True:
         task = get_task(api, task_id)
         if task["log_path"]:
-            offset = _drain(api, task_id, offset, write)
-        if not follow or task["status"] in ENDED:
+            offset, complete = _drain(api, task_id, offset, write)
+        ended = task["status"] in ENDED
+        if not follow or (ended and (complete or waited >= LOG_END_WAIT_SECONDS)):
             if not task["log_path"] and not follow:
                 raise HiveError(f"Task {task_id} is {task['status']}: it has no log yet.")
             return task
+        waited += POLL_SECONDS if ended else 0
         sleep(POLL_SECONDS)
 
 
-def _drain(api: Api, task_id: int, offset: int, write: Callable[[str], None]) -> int:
+def _drain(api: Api, task_id: int, offset: int, write: Callable[[str], None]) -> tuple[int, bool]:
+    """Write the log from ``offset`` as far as the server has it: (new offset, whether the
+    server's copy is whole; servers that do not say are taken at their word)."""
     while True:
         piece = api.get(f"tasks/{task_id}/log/", offset=str(offset))
         write(piece["text"])
         offset = piece["next_offset"]
         if offset >= piece["size"]:
-            return offset
+            return offset, piece.get("complete", True)
 
 
 # --- stopping ------------------------------------------------------------------------------

@@ -14,6 +14,13 @@ from jobs import remote
 from monitoring.models import Device
 from tests.monitoring.conftest import fake_gpu_root, make_host, sshd  # noqa: F401
 from tests.realparts import require
+from tests.workers import discard_queued
+
+
+@pytest.fixture(autouse=True)
+def _empty_broker(db):
+    """Tasks queued by earlier tests (Redis keeps them) are not these tests' workers' work."""
+    discard_queued()
 
 
 @pytest.fixture(autouse=True)

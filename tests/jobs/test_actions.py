@@ -226,3 +226,23 @@ def test_job_pools_of_idle_accounts_go(settings, node, runner):
     remote._pools.setdefault("someone-idle", ConnectionPool())
     remote.run_as(node, getpass.getuser(), ["true"])
     assert "someone-idle" not in remote._pools
+
+
+def test_an_action_handed_out_again_after_its_worker_died_is_not_done_twice(runner, node, settings):
+    from django.utils import timezone
+
+    from jobs import actions
+
+    task = make_task(runner, node, "true")
+    actions.request(task, runner, "spawn")
+    order = TaskAction.objects.get(task=task)
+    # The worker that took it died after marking it begun (django-q2 hands it out again).
+    TaskAction.objects.filter(pk=order.pk).update(begun_at=timezone.now())
+    run_queued()
+    order.refresh_from_db()
+    assert order.done_at and "the worker carrying it out stopped" in order.error
+    task.refresh_from_db()
+    assert task.status == Task.Status.STARTING and not task.pid  # not started a second time
+    settings.JOBS_START_TIMEOUT = 0
+    time.sleep(0.01)
+    assert "retried" in sync_running()  # the sync settles it from what the host shows

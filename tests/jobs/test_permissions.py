@@ -54,6 +54,7 @@ def page_urls(job):
         reverse("job-grid"),
         reverse("job-distributed"),
         reverse("job-detail", args=[job.pk]),
+        reverse("job-states", args=[job.pk]),
         reverse("task-log", args=[task.pk]),
         reverse("task-log-piece", args=[task.pk]),
         reverse("task-log-download", args=[task.pk]),
@@ -81,6 +82,8 @@ def test_pages(finished, as_persona, persona):
             assert response.json()["text"] == "hello a\n"
         if expected == 200 and url.endswith("log.txt"):
             assert response.content == b"hello a\n"
+        if expected == 200 and url.endswith("states.json"):
+            assert [t["status"] for t in response.json()["tasks"]] == ["exited", "pending"]
 
 
 @pytest.mark.parametrize("persona", PERSONAS)

@@ -257,3 +257,23 @@ def test_a_queued_4_gpu_job_waits_starts_is_stopped_for_a_reservation_and_requeu
     assert "Requeued after it was stopped: GPU 0 on node-2 is reserved by other from" in page
     assert f"GPU 0 on node-2 reserved by other from {local:%H:%M}" in page
     assert all(t.status == Task.Status.KILLED for t in tasks_of(job))
+
+
+def test_cancelling_a_running_job_hands_its_stops_to_the_workers(client, runner, real_nodes):
+    """The cancel answers without reaching a host; the workers send the SIGTERMs."""
+    from tests.workers import discard_queued, run_queued
+
+    discard_queued()  # what earlier tests left on the broker is not this test's work
+    job = queue(runner, "cancel me", {"template": LONG})
+    scheduler.run_round()
+    assert state(job) == State.RUNNING
+    client.force_login(runner)
+    assert client.post(f"/queue/{job.pk}/cancel").status_code == 302
+    assert state(job) == State.STOPPING
+    (task,) = tasks_of(job)
+    assert task.status == Task.Status.STOPPING and task.stop_requested_at is None  # not sent
+    assert run_queued() >= 1
+    task.refresh_from_db()
+    assert task.stop_requested_at is not None and task.kill_at is not None  # SIGTERM sent
+    assert round_until(lambda: state(job) == State.CANCELLED, real_nodes)
+    assert Task.objects.get(pk=task.pk).status == Task.Status.KILLED
