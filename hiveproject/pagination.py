@@ -4,10 +4,12 @@ The body stays a JSON array of the page's objects, so scripts that read lists ke
 on lists that fit one page; the paging travels in headers, as GitHub's API does:
 ``X-Total-Count`` (objects in all) and ``Link`` with ``<url>; rel="next"``, ``"prev"``,
 ``"first"`` and ``"last"``. The ``hive`` client follows ``next``. ``?page=N`` picks a page
-(1 = first; past the last: 404), ``?page_size=N`` its size, up to ``API_MAX_PAGE_SIZE``.
+(1 = first; past the last: 404; not a whole number from 1: 400), ``?page_size=N`` its
+size, up to ``API_MAX_PAGE_SIZE``.
 """
 
 from django.conf import settings
+from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
@@ -25,6 +27,13 @@ class LinkHeaderPagination(PageNumberPagination):
         self.page_size = settings.API_PAGE_SIZE
         self.max_page_size = settings.API_MAX_PAGE_SIZE
         return super().get_page_size(request)
+
+    def get_page_number(self, request, paginator):
+        number = request.query_params.get(self.page_query_param) or "1"
+        if not (number.isascii() and number.isdigit() and int(number) >= 1):
+            message = "A page is a whole number from 1."
+            raise ValidationError({"page": [message], "detail": f"page: {message}"})
+        return number
 
     def get_paginated_response(self, data):
         response = Response(data, headers={"X-Total-Count": str(self.page.paginator.count)})
