@@ -30,7 +30,7 @@ from .conftest import tomorrow
 from .test_fuzz import CHECKS
 
 schema = schemathesis.openapi.from_path(settings.BASE_DIR / "schema" / "openapi.yaml")
-EXAMPLES = int(os.environ.get("HIVE_FUZZ_LIVE_EXAMPLES", "2"))
+EXAMPLES = int(os.environ.get("HIVE_FUZZ_LIVE_EXAMPLES", "1"))
 EXPLORE = os.environ.get("HIVE_FUZZ_EXPLORE") == "1"
 
 
