@@ -6,12 +6,10 @@ exception handler (hiveproject/api_errors.py)."""
 
 import shlex
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.core.exceptions import ValidationError as DjangoValidationError
-from django.core.handlers.asgi import ASGIRequest
 from django.db import transaction
-from django.http import StreamingHttpResponse
+from django.db.models import Prefetch
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import exceptions, mixins, serializers, status, viewsets
@@ -24,8 +22,8 @@ from hiveproject.ids import IdField, id_list
 from monitoring.models import Device, Host
 from reservations.models import Reservation
 
-from . import distributed, services, templating
-from .models import Job, Task
+from . import actions, distributed, services, templating
+from .models import Job, Task, TaskAction
 
 
 def attach_hint(task: Task) -> str:
@@ -42,6 +40,9 @@ class TaskSerializer(serializers.ModelSerializer):
     host = serializers.SlugRelatedField(slug_field="name", read_only=True)
     command_line = serializers.SerializerMethodField(help_text="Environment and command.")
     attach = serializers.SerializerMethodField(help_text="How to attach to the screen session.")
+    pending_action = serializers.SerializerMethodField(
+        help_text="The action the workers have yet to carry out on the task (null: none)."
+    )
 
     class Meta:
         model = Task
@@ -60,6 +61,7 @@ class TaskSerializer(serializers.ModelSerializer):
             "unix_username",
             "screen_session",
             "attach",
+            "pending_action",
             "log_path",
             "pid",
             "exit_code",
@@ -69,6 +71,7 @@ class TaskSerializer(serializers.ModelSerializer):
             "scheduled_stop",
             "reservation",
             "argv",
+            "rerun_as",
         ]
         read_only_fields = [f for f in fields if f not in ("scheduled_start", "scheduled_stop")]
 
@@ -77,6 +80,24 @@ class TaskSerializer(serializers.ModelSerializer):
 
     def get_attach(self, task) -> str:
         return attach_hint(task)
+
+    def get_pending_action(self, task) -> str | None:
+        return pending_action(task)
+
+
+# Open actions, fetched with the tasks (one query per list, not per task).
+OPEN_ACTIONS = Prefetch(
+    "actions", queryset=TaskAction.objects.filter(done_at=None), to_attr="open_actions"
+)
+
+
+def pending_action(task: Task) -> str | None:
+    """The latest action asked for on the task that the workers have not carried out."""
+    opened = getattr(task, "open_actions", None)
+    if opened is None:
+        opened = list(task.actions.filter(done_at=None))
+    latest = max(opened, key=lambda a: (a.requested_at, a.pk), default=None)
+    return latest.action if latest else None
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -184,10 +205,12 @@ def _input(request, serializer_class) -> dict:
 
 
 def _results(results) -> Response:
-    # Statuses read again, in one query: a refused start may have failed the task meanwhile.
+    """202: the actions are the workers' now; each task's state ("starting", "stopping") or
+    why it was refused. Statuses are read again, in one query."""
     now = dict(Task.objects.filter(pk__in=[t.pk for t, _ in results]).values_list("pk", "status"))
     return Response(
-        {"results": [{"task": t.pk, "status": now[t.pk], "error": e} for t, e in results]}
+        {"results": [{"task": t.pk, "status": now[t.pk], "error": e} for t, e in results]},
+        status=status.HTTP_202_ACCEPTED,
     )
 
 
@@ -216,7 +239,11 @@ class JobViewSet(
 ):
     """Jobs of the signed-in user (all jobs for admins). POST creates from task rows."""
 
-    queryset = Job.objects.select_related("owner").prefetch_related("tasks__host", "tasks__devices")
+    queryset = Job.objects.select_related("owner").prefetch_related(
+        "tasks__host",
+        "tasks__devices",
+        Prefetch("tasks__actions", OPEN_ACTIONS.queryset, to_attr="open_actions"),
+    )
     serializer_class = JobSerializer
 
     def _created(self, job) -> Response:
@@ -254,13 +281,14 @@ class JobViewSet(
         template, specs = distributed.specs_from(request.user, data, nodes)
         return self._create(data, specs, template)
 
-    @extend_schema(responses=ACTION_RESULTS)
+    @extend_schema(responses={202: ACTION_RESULTS})
     @action(detail=True, methods=["post"], serializer_class=ActionSerializer)
     def act(self, request, pk=None):
-        """{"action": spawn|interrupt|terminate|kill|stop} on every task of the job it fits."""
+        """{"action": spawn|interrupt|terminate|kill|stop} on every task of the job it fits;
+        answered at once (202), carried out by the workers (see each task's status)."""
         data = _input(request, ActionSerializer)
         job = self.get_object()
-        return _results(services.act_on(list(job.tasks.all()), request.user, data["action"]))
+        return _results(actions.request_all(list(job.tasks.all()), request.user, data["action"]))
 
     @extend_schema(request=None, responses={201: JobSerializer})
     @action(detail=True, methods=["post"], serializer_class=serializers.Serializer)
@@ -285,7 +313,9 @@ class TaskViewSet(
 ):
     """Tasks of the signed-in user's jobs. PATCH sets a pending task's scheduled start/stop."""
 
-    queryset = Task.objects.select_related("host", "job__owner").prefetch_related("devices")
+    queryset = Task.objects.select_related("host", "job__owner").prefetch_related(
+        "devices", OPEN_ACTIONS
+    )
     serializer_class = TaskSerializer
     http_method_names = ["get", "post", "patch", "head", "options"]
 
@@ -310,22 +340,25 @@ class TaskViewSet(
             )
         serializer.instance = save_schedule(task, serializer.validated_data)
 
-    @extend_schema(responses=TaskSerializer)
+    @extend_schema(responses={202: TaskSerializer})
     @action(detail=True, methods=["post"], serializer_class=ActionSerializer)
     def act(self, request, pk=None):
-        """{"action": spawn|interrupt|terminate|kill|stop} on this task."""
+        """{"action": spawn|interrupt|terminate|kill|stop} on this task; answered at once
+        (202, the task "starting" or "stopping"), carried out by the workers."""
         data = _input(request, ActionSerializer)
-        task = services.act(self.get_object(), request.user, data["action"])
-        return Response(TaskSerializer(task).data)
+        task = actions.request(self.get_object(), request.user, data["action"])
+        task = self.get_queryset().get(pk=task.pk)
+        return Response(TaskSerializer(task).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(responses=ACTION_RESULTS)
+    @extend_schema(responses={202: ACTION_RESULTS})
     @action(detail=False, methods=["post"], serializer_class=ActionSerializer, url_path="bulk")
     def bulk(self, request):
-        """{"action", "tasks": [ids], "jobs": [ids]}: the action on all of them it fits."""
+        """{"action", "tasks": [ids], "jobs": [ids]}: the action on all of them it fits;
+        answered at once (202), carried out by the workers."""
         data = _input(request, ActionSerializer)
         visible = self.get_queryset()
         chosen = visible.filter(pk__in=data["tasks"]) | visible.filter(job__in=data["jobs"])
-        return _results(services.act_on(list(chosen.distinct()), request.user, data["action"]))
+        return _results(actions.request_all(list(chosen.distinct()), request.user, data["action"]))
 
     @extend_schema(
         parameters=[OpenApiParameter("offset", int, description="First byte to return.")],
@@ -333,15 +366,17 @@ class TaskViewSet(
     )
     @action(detail=True, methods=["get"])
     def log(self, request, pk=None):
-        """{"size", "offset", "next_offset", "text"} from ?offset= (bytes); poll to follow."""
+        """{"size", "offset", "next_offset", "text"} from ?offset= (bytes); poll to follow.
+        The log as the workers last fetched it (after each monitoring cycle while the task
+        runs); ``size`` is how far that goes."""
         offset = _int(request.query_params.get("offset", "0"), "offset")
-        return Response(services.read_log(self.get_object(), offset))
+        return Response(actions.log_piece(self.get_object(), offset))
 
     @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR})
     @action(detail=True, methods=["get"])
     def download(self, request, pk=None):
         """The whole log as a text file."""
-        return log_download(request, self.get_object())
+        return log_download(self.get_object())
 
 
 @transaction.atomic
@@ -377,35 +412,9 @@ def _int(value: str, name: str) -> int:
     return int(value)
 
 
-def log_download(request, task: Task) -> StreamingHttpResponse:
-    """The whole log as a text file, streamed piece by piece (ValidationError when its
-    start cannot be read): a large log is never held in memory whole. It ends where the log
-    ended when the download began, so a task still writing cannot keep it open."""
-    pieces = _log_pieces(task, services.read_log(task, 0, limit=LOG_DOWNLOAD_PIECE))
-    if isinstance(getattr(request, "_request", request), ASGIRequest):
-        pieces = _each_in_a_thread(pieces)  # Django would read a sync iterator whole first
-    response = StreamingHttpResponse(pieces, content_type="text/plain; charset=utf-8")
+def log_download(task: Task) -> HttpResponse:
+    """The log as kept by the service, as a text file (ValidationError before it started).
+    The workers keep a bounded tail of each log, so the answer is bounded too."""
+    response = HttpResponse(actions.log_file(task), content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{task.session_name}.log"'
     return response
-
-
-# Bytes read per round trip while streaming a download.
-LOG_DOWNLOAD_PIECE = 1024 * 1024
-
-
-def _log_pieces(task: Task, piece: dict):
-    end = piece["size"]
-    while True:
-        yield piece["text"]
-        if piece["next_offset"] >= end or not piece["text"]:
-            return
-        try:
-            piece = services.read_log(task, piece["next_offset"], limit=LOG_DOWNLOAD_PIECE)
-        except DjangoValidationError as exc:  # the answer has begun: say it in the file
-            yield f"\n[The rest of the log could not be read: {services.error_text(exc)}]\n"
-            return
-
-
-async def _each_in_a_thread(pieces):
-    while (piece := await sync_to_async(next)(pieces, None)) is not None:
-        yield piece

@@ -11,22 +11,9 @@ from .templatetags.monitoring_format import gib
 
 
 @login_required
-def overview(request):
-    """The live dashboard: server-rendered from the latest stored probe, then kept live
-    over the websocket (pages never reach hosts themselves)."""
-    hosts = Host.objects.filter(enabled=True).prefetch_related("devices")
-    context = {
-        "hosts": hosts,
-        "layout": DashboardLayout.for_user(request.user),
-        "charts": DashboardLayout.CHARTS,
-    }
-    return render(request, "monitoring/overview.html", context)
-
-
-@login_required
 def host_detail(request, name):
-    """One host's hardware, status and GPUs (last known, read from the database), with GPU
-    history charts drawn from the history API."""
+    """One host's hardware, status and GPUs (last known, read from the database), kept live
+    over the websocket with the user's chosen charts, and GPU history from the history API."""
     host = get_object_or_404(Host, name=name)
     hardware = host.hardware or {}
     context = {
@@ -35,6 +22,8 @@ def host_detail(request, name):
         "ram_gib": gib(hardware.get("memory_total_mib")),
         "disks": [disk_row(d) for d in hardware.get("disks", [])],
         "devices": host.devices.all(),
+        "layout": DashboardLayout.for_user(request.user),
+        "charts": DashboardLayout.CHARTS,
     }
     return render(request, "monitoring/host.html", context)
 

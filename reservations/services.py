@@ -79,7 +79,8 @@ def check_devices(owner, devices: list[Device], start: datetime, end: datetime) 
 
 def conflict_message(devices: list[Device], start: datetime, end: datetime, exclude=None) -> str:
     clash = (
-        ReservedDevice.objects.filter(device__in=devices, holds=True, start__lt=end, end__gt=start)
+        ReservedDevice.objects.holding(start, end)
+        .filter(device__in=devices)
         .exclude(reservation=exclude)
         .select_related("device__host", "reservation__owner")
         .first()
@@ -291,3 +292,19 @@ def withdraw_reservation(reservation: Reservation, note: str) -> None:
         reservation.slots.update(holds=False)
     reservation.note = note
     reservation.save(update_fields=["status", "end", "note", "updated"])
+
+
+@transaction.atomic
+def release_devices(reservation: Reservation, devices, note: str) -> None:
+    """Give some GPUs of an ongoing reservation back now; giving back all of them ends it.
+
+    The released GPUs' rows go (the booking keeps the others, times unchanged), so they are
+    free for others and the queue at once; the note says which went and why.
+    """
+    released = {d.pk for d in devices}
+    if not set(reservation.slots.values_list("device_id", flat=True)) - released:
+        withdraw_reservation(reservation, note)
+        return
+    reservation.slots.filter(device_id__in=released).delete()
+    reservation.note = note
+    reservation.save(update_fields=["note", "updated"])  # its post_save makes the queue look again

@@ -11,3 +11,5 @@ from hiveproject.settings import *  # noqa: F403
 
 PRODUCTION_PASSWORD_HASHERS = global_settings.PASSWORD_HASHERS
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Fair-share factors are computed afresh each time: tests change usage between rounds.
+QUEUE_FAIRSHARE_CACHE_SECONDS = 0

@@ -56,3 +56,22 @@ def test_the_unix_name_cannot_be_set_from_the_page(client, owner):
     client.force_login(owner)
     assert client.post(URL, {"time_zone": "", "unix_username": "root"}).status_code == 302
     assert profile_for(owner).unix_username == before != "root"
+
+
+def test_a_user_is_told_when_their_account_does_not_exist_on_this_machine(client, owner, db):
+    from monitoring import localaccounts
+    from monitoring.models import Host
+
+    Host.objects.create(name="localhost", address="localhost", transport=Host.Transport.LOCAL)
+    profile = profile_for(owner)
+    profile.unix_username = "gpuhive-no-such-account"
+    profile.save()
+    client.force_login(owner)
+    page = client.get(URL).content.decode()
+    expected = localaccounts.problem("localhost", "gpuhive-no-such-account")
+    assert expected  # as root: no such account; otherwise: tasks run only as the service's
+    assert f'role="alert">{expected}'.replace("'", "&#x27;") in page
+
+    profile.unix_username = localaccounts.service_account()  # one that exists here
+    profile.save()
+    assert 'role="alert"' not in client.get(URL).content.decode()

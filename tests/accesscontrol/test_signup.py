@@ -1,7 +1,9 @@
 """Self-sign-up by proof of a UNIX account, against the real test sshd.
 
 The sshd lets the service key in as the account running the tests; the proof file is
-written into that account's home, as the person signing up would.
+written into that account's home, as the person signing up would. The request hands the
+proof to the workers and waits for their answer: a thread stands in for them (so the
+tests' rows must be committed: transaction=True).
 """
 
 import os
@@ -22,6 +24,9 @@ from tests.monitoring.conftest import (  # noqa: F401  (fixtures)
     make_host,
     sshd,
 )
+from tests.workers import Workers
+
+pytestmark = pytest.mark.django_db(transaction=True)
 
 URL = "/access/signup/"
 User = get_user_model()
@@ -55,6 +60,12 @@ def code_on_the_page(client) -> str:
     return re.search(r"echo ([0-9a-f]{32}) &gt; ~/" + re.escape(PROOF_FILE), page)[1]
 
 
+@pytest.fixture
+def workers():
+    with Workers():
+        yield
+
+
 def form(host, username=ME.pw_name, **extra) -> dict:
     return {
         "host": host.pk,
@@ -70,7 +81,9 @@ def test_it_is_off_unless_enabled(client, db):
     assert client.get(URL).status_code == 404
 
 
-def test_it_creates_the_account_when_the_home_holds_the_code(client, probed_host, proof_file):
+def test_it_creates_the_account_when_the_home_holds_the_code(
+    client, probed_host, proof_file, workers
+):
     code = code_on_the_page(client)
     assert "ssh-ed25519" in client.get(URL).content.decode()  # the key to install
     assert code_on_the_page(client) == code  # the same code until it has served
@@ -84,7 +97,7 @@ def test_it_creates_the_account_when_the_home_holds_the_code(client, probed_host
 
 
 @pytest.mark.parametrize("written", [None, "0" * 32, ""])
-def test_the_authorised_key_alone_proves_nothing(client, probed_host, proof_file, written):
+def test_the_authorised_key_alone_proves_nothing(client, probed_host, proof_file, workers, written):
     # Anyone could name an account whose owner put the service key in: without the code
     # in its home (only the owner can write there) no account is created.
     code_on_the_page(client)
@@ -96,7 +109,7 @@ def test_the_authorised_key_alone_proves_nothing(client, probed_host, proof_file
     assert not User.objects.filter(username=ME.pw_name).exists()
 
 
-def test_another_visitor_s_code_does_not_serve(client, probed_host, proof_file):
+def test_another_visitor_s_code_does_not_serve(client, probed_host, proof_file, workers):
     from django.test import Client
 
     proof_file(code_on_the_page(Client()))  # the code someone else's browser was shown
@@ -105,7 +118,7 @@ def test_another_visitor_s_code_does_not_serve(client, probed_host, proof_file):
     assert not User.objects.filter(username=ME.pw_name).exists()
 
 
-def test_an_account_the_key_does_not_open_is_refused(client, probed_host, proof_file):
+def test_an_account_the_key_does_not_open_is_refused(client, probed_host, proof_file, workers):
     proof_file(code_on_the_page(client))
     response = client.post(URL, form(probed_host, username="nobody"))
     assert response.status_code == 400
@@ -143,3 +156,15 @@ def test_it_offers_only_hosts_with_a_recorded_key(db, settings, sshd):  # noqa: 
     with pytest.raises(SignupRefused, match="host key is not recorded"):
         prove_unix_account(unprobed, ME.pw_name, "0" * 32)
     assert list(signup.signup_hosts()) == []
+
+
+def test_without_workers_the_page_says_so_in_bounded_time(probed_host, proof_file, settings):
+    from django.test import Client
+
+    settings.WORKER_ANSWER_SECONDS = 0.5
+    client = Client()
+    proof_file(code_on_the_page(client))  # no workers run: nobody takes the question
+    response = client.post(URL, form(probed_host))
+    assert response.status_code == 400
+    assert "did not answer within 0.5 s" in response.content.decode()
+    assert not User.objects.filter(username=ME.pw_name).exists()
