@@ -9,7 +9,8 @@ size, up to ``API_MAX_PAGE_SIZE``.
 """
 
 from django.conf import settings
-from rest_framework.exceptions import ValidationError
+from django.core.paginator import InvalidPage
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
@@ -34,6 +35,20 @@ class LinkHeaderPagination(PageNumberPagination):
             message = "A page is a whole number from 1."
             raise ValidationError({"page": [message], "detail": f"page: {message}"})
         return number
+
+    def page_slice(self, queryset, request):
+        """Like paginate_queryset, but the page stays a (sliced, unread) queryset, for lists
+        that read their rows with values() rather than through a serializer."""
+        self.request = request
+        paginator = self.django_paginator_class(queryset, self.get_page_size(request))
+        number = self.get_page_number(request, paginator)
+        try:
+            self.page = paginator.page(number)
+        except InvalidPage as exc:
+            raise NotFound(
+                self.invalid_page_message.format(page_number=number, message=exc)
+            ) from None
+        return self.page.object_list
 
     def get_paginated_response(self, data):
         response = Response(data, headers={"X-Total-Count": str(self.page.paginator.count)})
@@ -71,6 +86,12 @@ PAGE_HEADERS = {
         "description": 'The other pages: `<url>; rel="next"`, "prev", "first", "last".',
     },
 }
+
+
+def paged_rows(view, queryset, rows) -> Response:
+    """One page of ``queryset`` as the answer, its objects written by ``rows(page)``."""
+    paginator = view.paginator
+    return paginator.get_paginated_response(rows(paginator.page_slice(queryset, view.request)))
 
 
 def paged(request, view, rows: list) -> Response:

@@ -80,7 +80,7 @@ def test_pages(finished, as_persona, persona):
         if expected == 200 and url.endswith("log.json"):
             assert response.json()["text"] == "hello a\n"
         if expected == 200 and url.endswith("log.txt"):
-            assert b"".join(response.streaming_content) == b"hello a\n"
+            assert response.content == b"hello a\n"
 
 
 @pytest.mark.parametrize("persona", PERSONAS)
