@@ -255,7 +255,7 @@ class PlacementViewSet(viewsets.ViewSet):
         rows = placing.usability(request.user)
         return paged(request, self, [usability_row(device, reasons) for device, reasons in rows])
 
-    @extend_schema(request=PlacementRequestSerializer, responses=PlacementSerializer)
+    @extend_schema(request=PlacementRequestSerializer, responses={200: PlacementSerializer})
     def create(self, request):
         asked = PlacementRequestSerializer(data=request.data)
         asked.is_valid(raise_exception=True)
