@@ -187,6 +187,8 @@ class HiveAutoSchema(AutoSchema):
         yield "403", "Not signed in, or not allowed."
         if "{" in self.path:
             yield "404", "No such object, or not visible to you."
+        elif self.method == "GET" and self._is_paged():
+            yield "404", "No such page: past the last one."
         yield "406", "The Accept header names no media type the API answers in (JSON)."
         if self.method in ("POST", "PUT", "PATCH"):
             yield "413", "The body is larger than the service accepts."

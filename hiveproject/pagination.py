@@ -4,10 +4,13 @@ The body stays a JSON array of the page's objects, so scripts that read lists ke
 on lists that fit one page; the paging travels in headers, as GitHub's API does:
 ``X-Total-Count`` (objects in all) and ``Link`` with ``<url>; rel="next"``, ``"prev"``,
 ``"first"`` and ``"last"``. The ``hive`` client follows ``next``. ``?page=N`` picks a page
-(1 = first; past the last: 404), ``?page_size=N`` its size, up to ``API_MAX_PAGE_SIZE``.
+(1 = first; past the last: 404; not a whole number from 1: 400), ``?page_size=N`` its
+size, up to ``API_MAX_PAGE_SIZE``.
 """
 
 from django.conf import settings
+from django.core.paginator import InvalidPage
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
@@ -25,6 +28,27 @@ class LinkHeaderPagination(PageNumberPagination):
         self.page_size = settings.API_PAGE_SIZE
         self.max_page_size = settings.API_MAX_PAGE_SIZE
         return super().get_page_size(request)
+
+    def get_page_number(self, request, paginator):
+        number = request.query_params.get(self.page_query_param) or "1"
+        if not (number.isascii() and number.isdigit() and int(number) >= 1):
+            message = "A page is a whole number from 1."
+            raise ValidationError({"page": [message], "detail": f"page: {message}"})
+        return number
+
+    def page_slice(self, queryset, request):
+        """Like paginate_queryset, but the page stays a (sliced, unread) queryset, for lists
+        that read their rows with values() rather than through a serializer."""
+        self.request = request
+        paginator = self.django_paginator_class(queryset, self.get_page_size(request))
+        number = self.get_page_number(request, paginator)
+        try:
+            self.page = paginator.page(number)
+        except InvalidPage as exc:
+            raise NotFound(
+                self.invalid_page_message.format(page_number=number, message=exc)
+            ) from None
+        return self.page.object_list
 
     def get_paginated_response(self, data):
         response = Response(data, headers={"X-Total-Count": str(self.page.paginator.count)})
@@ -62,6 +86,12 @@ PAGE_HEADERS = {
         "description": 'The other pages: `<url>; rel="next"`, "prev", "first", "last".',
     },
 }
+
+
+def paged_rows(view, queryset, rows) -> Response:
+    """One page of ``queryset`` as the answer, its objects written by ``rows(page)``."""
+    paginator = view.paginator
+    return paginator.get_paginated_response(rows(paginator.page_slice(queryset, view.request)))
 
 
 def paged(request, view, rows: list) -> Response:

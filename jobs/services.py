@@ -124,6 +124,8 @@ def create_job(owner, *, name: str, specs: list[TaskSpec], description="", templ
         raise ValidationError("A job needs a name.")
     if not specs:
         raise ValidationError("A job needs at least one task.")
+    if len(specs) > settings.JOBS_MAX_TASKS:  # the pages' forms and commands come here too
+        raise ValidationError(f"A job has at most {settings.JOBS_MAX_TASKS} tasks.")
     for spec in specs:
         check_spec(owner, spec)
     job = Job.objects.create(owner=owner, name=name, description=description, template=template)

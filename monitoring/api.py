@@ -12,7 +12,7 @@ from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from hiveproject.pagination import LinkHeaderPagination, paged
+from hiveproject.pagination import LinkHeaderPagination, paged, paged_rows
 from hiveproject.renderers import iso_time
 
 from .history import DISK_FIELDS, GPU_FIELDS, HOST_FIELDS, retention_limits
@@ -203,7 +203,7 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = DeviceSerializer
 
     def list(self, request, *args, **kwargs):
-        return Response(device_rows(self.filter_queryset(self.get_queryset())))
+        return paged_rows(self, self.filter_queryset(self.get_queryset()), device_rows)
 
     @extend_schema(parameters=[RangeSerializer], responses=DeviceHistorySerializer)
     @action(detail=True)

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 
 from accesscontrol.permissions import RestrictedViewSetMixin
 from hiveproject.ids import IdField
+from hiveproject.pagination import LinkHeaderPagination, paged
 from jobs.api import literal_values
 from monitoring.models import Device, Host
 
@@ -247,12 +248,14 @@ class PlacementViewSet(viewsets.ViewSet):
     and memory) as the queue would; nothing is reserved or started.
     """
 
+    pagination_class = LinkHeaderPagination
+
     @extend_schema(responses=GpuUsabilitySerializer(many=True))
     def list(self, request):
         rows = placing.usability(request.user)
-        return Response([usability_row(device, reasons) for device, reasons in rows])
+        return paged(request, self, [usability_row(device, reasons) for device, reasons in rows])
 
-    @extend_schema(request=PlacementRequestSerializer, responses=PlacementSerializer)
+    @extend_schema(request=PlacementRequestSerializer, responses={200: PlacementSerializer})
     def create(self, request):
         asked = PlacementRequestSerializer(data=request.data)
         asked.is_valid(raise_exception=True)

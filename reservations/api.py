@@ -8,6 +8,7 @@ from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.response import Response
 
 from hiveproject.ids import IdField
+from hiveproject.pagination import paged_rows
 from hiveproject.renderers import iso_time
 from monitoring.models import Device
 
@@ -72,7 +73,7 @@ class ReservationViewSet(viewsets.ModelViewSet):
     serializer_class = ReservationSerializer
 
     def list(self, request, *args, **kwargs):
-        return Response(reservation_rows(self.filter_queryset(self.get_queryset())))
+        return paged_rows(self, self.filter_queryset(self.get_queryset()), reservation_rows)
 
     def filter_queryset(self, queryset):
         if self.action != "list":

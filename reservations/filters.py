@@ -2,6 +2,7 @@
 
 from datetime import datetime
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -23,6 +24,8 @@ def id_list(value, field: str) -> list[int]:
         raise ValidationError({field: "Ids are whole numbers."}) from None
     if not all(1 <= i <= MAX_ID for i in ids):
         raise ValidationError({field: f"Ids are whole numbers from 1 to {MAX_ID}."})
+    if len(set(ids)) > settings.API_MAX_IDS:  # repeats are harmless here: looked up as a set
+        raise ValidationError({field: f"At most {settings.API_MAX_IDS} ids in one list."})
     return ids
 
 

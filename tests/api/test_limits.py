@@ -166,6 +166,27 @@ def test_too_many_ids_are_refused(client, runner, node):
     assert response.status_code == 400 and "At most 3 ids" in response.json()["detail"]
 
 
+@override_settings(API_MAX_IDS=3)
+def test_the_calendar_caps_its_ids_too(client, runner, node):
+    client.force_login(runner)
+    body = {"title": "t", "devices": [1, 2, 3, 4], "start": "2030-01-01T09:00"}
+    response = post(client, "/reservations/calendar/book/", {**body, "end": "2030-01-01T10:00"})
+    assert response.status_code == 400
+    assert response.json()["devices"] == ["At most 3 ids in one list."]
+    assert not Reservation.objects.exists()
+
+
+@override_settings(JOBS_MAX_TASKS=2)
+def test_the_service_caps_tasks_for_pages_and_commands_too(runner, node):
+    from django.core.exceptions import ValidationError
+
+    from jobs.services import TaskSpec, create_job
+
+    with pytest.raises(ValidationError, match="A job has at most 2 tasks."):
+        create_job(runner, name="x", specs=[TaskSpec(host=node, template="true")] * 3)
+    assert not Job.objects.exists()
+
+
 def test_an_unknown_gpu_is_named(client, runner, node):
     client.force_login(runner)
     response = post(client, "/api/reservations/", booking([node.devices.first().pk, 999]))
