@@ -8,6 +8,13 @@ account whose owner authorised the key, while only the owner can write into its 
 The code belongs to the visitor's session and the file is removed once read. Only hosts
 whose host key was recorded by a probe qualify, and the key must match, so nobody can
 answer in the host's place.
+
+The proof is worth the one host it was made on: the new user gets the account there (a
+HostAccount), never on every host. The service key logs in as root (the usual monitoring
+account) on every host, so whoever is root on one host could otherwise claim root
+everywhere. Accounts that may never run jobs (accesscontrol.accounts: root, the monitoring
+and service accounts, UIDs below RUN_AS_MIN_UID) cannot be claimed at all, nor a name
+someone else already holds on that host.
 """
 
 import hmac
@@ -18,6 +25,8 @@ from django.conf import settings
 from monitoring.connections import ssh_target
 from monitoring.models import Host
 from monitoring.transport import SSHTransport, TransportError
+
+from .accounts import account_taken, refusal
 
 
 class SignupRefused(Exception):
@@ -40,14 +49,33 @@ def new_code() -> str:
     return secrets.token_hex(16)
 
 
-def prove_unix_account(host: Host, username: str, code: str) -> None:
+def check_claim(host: Host, username: str) -> None:
+    """Refuse, before logging in anywhere, a name nobody may claim or somebody holds."""
+    why = refusal(username)
+    if why:
+        raise SignupRefused(f"{username} cannot be used to sign up: {why}.")
+    if account_taken(host, username):
+        raise SignupRefused(f"The UNIX account {username} on {host} already has a user here.")
+
+
+def check_uid(host: Host, username: str, uid: int) -> None:
+    """System accounts (below RUN_AS_MIN_UID) are refused once the host has told the UID."""
+    if uid < settings.RUN_AS_MIN_UID:
+        raise SignupRefused(
+            f"{username} on {host} has UID {uid}, a system account (below "
+            f"{settings.RUN_AS_MIN_UID}): it cannot be used to sign up."
+        )
+
+
+def prove_unix_account(host: Host, username: str, code: str) -> int:
     """Log in to ``host`` as ``username`` with the service key and find ``code`` in its
-    proof file (then remove the file); raise SignupRefused if anything does not hold."""
+    proof file (then remove the file); return the account's UID. Raise SignupRefused if
+    anything does not hold."""
     if host.is_local or not host.host_key:
         raise SignupRefused(f"{host} cannot be used for sign-up: its host key is not recorded.")
     transport = SSHTransport(ssh_target(host, username))
     # One round trip from this (anonymous) request: who we are, then the file, read once.
-    script = 'id -un; echo @@; cat -- "$1" 2>/dev/null && rm -f -- "$1"'
+    script = 'id -un; id -u; echo @@; cat -- "$1" 2>/dev/null && rm -f -- "$1"'
     try:
         result = transport.run(
             ["sh", "-c", script, "sh", PROOF_FILE], timeout=settings.SSH_COMMAND_TIMEOUT
@@ -57,10 +85,12 @@ def prove_unix_account(host: Host, username: str, code: str) -> None:
     finally:
         transport.close()
     who, _, found = result.stdout.partition("@@\n")
-    if who.strip() != username:
+    name, _, uid = who.strip().partition("\n")
+    if name != username or not uid.isdigit():
         raise SignupRefused(f"Logged in to {host}, but the account did not say it is {username}.")
     if not result.ok or not hmac.compare_digest(found.strip(), code):
         raise SignupRefused(
             f"Logged in to {host} as {username}, but ~/{PROOF_FILE} did not hold the code "
             "shown on this page: write it there from that account, then try again."
         )
+    return int(uid)

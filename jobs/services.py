@@ -15,9 +15,9 @@ from django.db import transaction
 from django.db.models import Case, Value, When
 from django.utils import timezone
 
+from accesscontrol.accounts import RunAs, check_run_as
 from accesscontrol.coverage import active_ban, check_access
 from accesscontrol.permissions import can
-from accesscontrol.services import profile_for
 from audit.log import record
 from monitoring.models import Device, Host
 from reservations.models import Reservation, ReservedDevice
@@ -211,14 +211,9 @@ def check_can_start(task: Task, now: datetime) -> None:
         check_reservation(owner, task.reservation, devices)
 
 
-def unix_name(task: Task) -> str:
-    name = profile_for(task.job.owner).unix_username_for(task.host)
-    if not name:
-        raise ValidationError(
-            f"{task.job.owner} has no UNIX account name for {task.host}: an admin sets it on "
-            "the user's profile (Admin › Profiles)."
-        )
-    return name
+def unix_name(task: Task) -> RunAs:
+    """The account the task runs as, checked (accesscontrol.accounts: no root, no service)."""
+    return check_run_as(task.job.owner, task.host)
 
 
 def task_env(task: Task) -> dict[str, str]:
@@ -246,7 +241,8 @@ def spawn_task(task: Task, user) -> Task:
         )
     now = timezone.now()
     check_can_start(task, now)
-    username = unix_name(task)
+    run_as = unix_name(task)
+    username = run_as.name
     argv = planned_argv(task)
     claimed = Task.objects.filter(pk=task.pk, status=Task.Status.PENDING).update(
         status=Task.Status.STARTING,
@@ -269,7 +265,7 @@ def spawn_task(task: Task, user) -> Task:
         env_names=sorted(task_env(task)),
     )
     try:
-        spawned = remote.spawn(task.host, username, argv)
+        spawned = remote.spawn(task.host, username, argv, min_uid=run_as.min_uid)
     except remote.RemoteError as exc:
         _finish(task, Task.Status.FAILED, error=str(exc))
         raise ValidationError(f"Task {task.pk} could not start: {exc}") from None

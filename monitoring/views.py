@@ -8,13 +8,19 @@ from django.views.decorators.http import require_http_methods
 from .forms import LayoutForm
 from .models import DashboardLayout, Host
 from .templatetags.monitoring_format import gib
+from .visibility import process_visibility, visible_processes
 
 
 @login_required
 def overview(request):
     """The live dashboard: server-rendered from the latest stored probe, then kept live
     over the websocket (pages never reach hosts themselves)."""
-    hosts = Host.objects.filter(enabled=True).prefetch_related("devices")
+    hosts = list(Host.objects.filter(enabled=True).prefetch_related("devices"))
+    visibility = process_visibility(request.user)  # other users' command lines hidden
+    for host in hosts:
+        host.visible_processes = visible_processes(
+            visibility, host, (host.last_snapshot or {}).get("processes")
+        )
     context = {
         "hosts": hosts,
         "layout": DashboardLayout.for_user(request.user),

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db.models import Max
 from django.utils import timezone
 
+from accesscontrol.accounts import check_run_as
 from accesscontrol.coverage import active_ban, ban_sentence, check_access, coverage_map
-from accesscontrol.services import profile_for
 from jobs.models import Task
 from monitoring.models import Device, Host
 from reservations.models import ReservedDevice
@@ -193,12 +194,14 @@ class Cluster:
 
     def _accounts(self, owner) -> dict[int, str]:
         """Host id -> why tasks of ``owner`` cannot run there (no UNIX account to run as)."""
-        profile, problems = profile_for(owner), {}
+        problems = {}
         for host in {g.host for g in self.gpus.values()}:
-            name = profile.unix_username_for(host)
-            if not name:
-                problems[host.pk] = f"{owner} has no UNIX account name for {host.name}"
-            elif host.is_local and name != getpass.getuser():
+            try:
+                name = check_run_as(owner, host).name
+            except ValidationError as exc:
+                problems[host.pk] = exc.messages[0]
+                continue
+            if host.is_local and name != getpass.getuser():
                 problems[host.pk] = (
                     f"{host.name} runs tasks only as {getpass.getuser()}, not as {name}"
                 )

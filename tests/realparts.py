@@ -66,7 +66,7 @@ class Sshd:
         return f"""{listen}
 HostKey {self.host_key}
 PidFile {self.workdir}/sshd.pid
-AuthorizedKeysFile {self.workdir}/authorized_keys
+AuthorizedKeysFile {self.workdir}/authorized_keys .ssh/authorized_keys
 UsePAM no
 StrictModes no
 PermitRootLogin prohibit-password
