@@ -42,6 +42,7 @@ PROFILE_PATHS = (
     "tests/api/test_tokens.py",  # smoke
     "tests/cli/test_login.py",  # smoke
     "tests/security/test_deploy_check.py",  # production settings
+    "tests/security/test_edges_proxy.py",  # counters shared by web processes (DB cache, Redis)
 )
 
 

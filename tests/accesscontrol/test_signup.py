@@ -9,8 +9,6 @@ file is written into its home, as that person would.
 import os
 import pwd
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -28,36 +26,20 @@ from tests.monitoring.conftest import (  # noqa: F401  (fixtures)
     make_host,
     sshd,
 )
-from tests.realparts import require
+from tests.realparts import remove_unix_account, unix_account
 
 URL = "/access/signup/"
 User = get_user_model()
 MEMBER = "hive-signup-member"  # an ordinary account, created for these tests
 
 
-def create_account(sshd, name: str, *options: str) -> pwd.struct_passwd:  # noqa: F811
-    """A UNIX account with a home and a shell whose ~/.ssh/authorized_keys holds the
-    service key, as its owner puts it there before signing up (sshd must be able to log
-    in as another account: the tests must run as root)."""
-    require(os.geteuid() == 0 and shutil.which("useradd"), "creating a UNIX account needs root")
-    subprocess.run(["userdel", "-r", name], capture_output=True, check=False)
-    subprocess.run(["useradd", *options, "-m", "-s", "/bin/sh", "-p", "*", name], check=True)
-    account = pwd.getpwnam(name)
-    ssh_dir = Path(account.pw_dir) / ".ssh"
-    ssh_dir.mkdir(mode=0o700)
-    shutil.copy(sshd.workdir / "authorized_keys", ssh_dir / "authorized_keys")
-    for path in (ssh_dir, ssh_dir / "authorized_keys"):
-        os.chown(path, account.pw_uid, account.pw_gid)
-    return account
-
-
 @pytest.fixture(scope="module")
 def member(sshd):  # noqa: F811
     """A lab member's ordinary UNIX account (UID >= 1000), created as people's are."""
-    account = create_account(sshd, MEMBER)
+    account = unix_account(sshd, MEMBER)
     assert account.pw_uid >= 1000
     yield account
-    subprocess.run(["userdel", "-r", MEMBER], capture_output=True, check=False)
+    remove_unix_account(MEMBER)
 
 
 @pytest.fixture
@@ -200,10 +182,10 @@ def system_account(sshd):  # noqa: F811
     """A system account (useradd -r: UID below 1000) with a home, a shell and the key, so
     the proof can be made: only its UID gives it away."""
     name = "hive-signup-sys"
-    account = create_account(sshd, name, "-r")
+    account = unix_account(sshd, name, "-r")
     assert account.pw_uid < 1000
     yield account
-    subprocess.run(["userdel", "-r", name], capture_output=True, check=False)
+    remove_unix_account(name)
 
 
 def test_root_cannot_sign_up_even_with_the_proof_in_its_home(client, probed_host):
