@@ -12,11 +12,33 @@ Counters live in Django's cache, which settings point at the database (embedded 
 or Redis (production), so every web process counts the same attempts.
 """
 
+import functools
 import hashlib
+import logging
 import time
 
 from django.core.cache import cache
 from rest_framework.throttling import BaseThrottle
+
+log = logging.getLogger(__name__)
+
+
+def _open_if_the_cache_fails(default):
+    """Redis gone must not take sign-in down with it (pages and the API keep serving, see
+    tests/faults): the limit is skipped and the failure logged, until Redis is back."""
+
+    def decorate(method):
+        @functools.wraps(method)
+        def wrapper(*args, **kwargs):
+            try:
+                return method(*args, **kwargs)
+            except Exception as exc:  # the backend's own errors (redis.ConnectionError...)
+                log.warning("limit %s skipped: the shared cache failed: %s", method.__name__, exc)
+                return default
+
+        return wrapper
+
+    return decorate
 
 
 def client_address(request) -> str:
@@ -36,6 +58,7 @@ class Limit:
     def __init__(self, scope: str, attempts: int, window: int):
         self.scope, self.attempts, self.window = scope, attempts, window
 
+    @_open_if_the_cache_fails(0)
     def wait(self, *parts: str) -> int:
         """Seconds until this key may try again (0: it may now)."""
         key = _key(self.scope, *parts)
@@ -44,6 +67,7 @@ class Limit:
         first = cache.get(key + ":since") or time.time()
         return max(1, int(self.window - (time.time() - first)))
 
+    @_open_if_the_cache_fails(None)
     def note(self, *parts: str) -> None:
         """Count one attempt (the window starts at the first one)."""
         key = _key(self.scope, *parts)
@@ -61,6 +85,7 @@ class Limit:
             self.note(*parts)
         return wait
 
+    @_open_if_the_cache_fails(None)
     def clear(self, *parts: str) -> None:
         key = _key(self.scope, *parts)
         cache.delete_many([key, key + ":since"])

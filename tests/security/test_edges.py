@@ -217,3 +217,17 @@ def test_a_fresh_data_dir_is_the_services_alone(tmp_path):
     for extra in ("hive.sqlite3-wal", "hive.sqlite3-shm"):
         if (data / extra).exists():
             assert mode(data / extra) == "0o600", extra
+
+
+def test_sign_in_still_works_when_the_shared_cache_is_gone(client, owner, settings, caplog):
+    # Redis down (here: a Redis cache on a port where nothing listens): the limits are
+    # skipped and the failure logged; pages keep serving, as the fault tests expect.
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:1/0",
+        }
+    }
+    assert sign_in(client, "owner", "nope").status_code == 200
+    assert sign_in(client, "owner", "pw-owner-1").status_code == 302
+    assert "the shared cache failed" in caplog.text
