@@ -231,3 +231,23 @@ def test_sign_in_still_works_when_the_shared_cache_is_gone(client, owner, settin
     assert sign_in(client, "owner", "nope").status_code == 200
     assert sign_in(client, "owner", "pw-owner-1").status_code == 302
     assert "the shared cache failed" in caplog.text
+
+
+def test_api_throttles_ignore_a_forged_forwarded_for(client, owner, monkeypatch):
+    # DRF keyed its throttles on the raw header while NUM_PROXIES was unset: each request
+    # with another made-up address got a fresh allowance.
+    from rest_framework.throttling import ScopedRateThrottle
+
+    from apitokens.services import issue_token
+
+    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"tokens": "3/minute"})
+    _, secret = issue_token(owner, "cli")
+    codes = [
+        client.get(
+            "/api/tokens/",
+            HTTP_AUTHORIZATION=f"Bearer {secret}",
+            HTTP_X_FORWARDED_FOR=f"192.0.2.{i}",
+        ).status_code
+        for i in range(4)
+    ]
+    assert codes == [200, 200, 200, 429]
