@@ -61,6 +61,11 @@ def allowed(name: str, host: Host) -> bool:
     return RunAsAllowance.objects.filter(scope, unix_username=name).exists()
 
 
+def spawn_min_uid(name: str, host: Host) -> int:
+    """The lowest UID the host must find ``name`` has when a task starts (0: allowed)."""
+    return 0 if allowed(name, host) else settings.RUN_AS_MIN_UID
+
+
 def check_run_as(user, host: Host) -> RunAs:
     """The account ``user``'s work runs as on ``host``; ValidationError if none or refused."""
     name = profile_for(user).unix_username_for(host)

@@ -17,6 +17,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import DjangoModelPermissions, IsAuthenticated
 from rest_framework.response import Response
 
+from hiveproject.api_errors import Conflict
 from hiveproject.ids import IdField
 from monitoring.models import Device
 
@@ -103,6 +104,11 @@ class GrantSerializer(serializers.ModelSerializer):
 
     @transaction.atomic
     def update(self, instance, validated_data):
+        # The row stays locked to the end; a change since the request read it is refused
+        # rather than overwritten with this older copy.
+        stored = Grant.objects.select_for_update().only("updated").get(pk=instance.pk)
+        if stored.updated != instance.updated:
+            raise Conflict(f"The grant '{instance}' was changed meanwhile; reload it and retry.")
         windows = validated_data.pop("windows", None)
         grant = super().update(instance, validated_data)
         if windows is not None:  # the given list replaces the windows

@@ -7,4 +7,7 @@ class AccesscontrolConfig(AppConfig):
     verbose_name = "Access control"
 
     def ready(self):
-        from . import receivers  # noqa: F401  (connects the signal receivers)
+        from . import (
+            firstadmin,  # noqa: F401  (removes the first admin's password file at sign-in)
+            receivers,  # noqa: F401  (connects the signal receivers)
+        )

@@ -22,6 +22,7 @@ import secrets
 
 from django.conf import settings
 
+from monitoring import workers
 from monitoring.connections import ssh_target
 from monitoring.models import Host
 from monitoring.transport import SSHTransport, TransportError
@@ -68,13 +69,37 @@ def check_uid(host: Host, username: str, uid: int) -> None:
 
 
 def prove_unix_account(host: Host, username: str, code: str) -> int:
-    """Log in to ``host`` as ``username`` with the service key and find ``code`` in its
-    proof file (then remove the file); return the account's UID. Raise SignupRefused if
-    anything does not hold."""
+    """Have a worker log in to ``host`` as ``username`` and find ``code`` in its proof file;
+    return the account's UID; raise SignupRefused if anything does not hold.
+
+    The request waits for the worker's answer (at most WORKER_ANSWER_SECONDS) rather than
+    answering "checking…" and finishing later: a sign-up is rare, its visitor waits for the
+    account anyway, and the wait keeps the form's errors in place with no pending state to
+    keep per visitor; a web thread is held for a bounded time, and no host is called from it.
+    """
     if host.is_local or not host.host_key:
         raise SignupRefused(f"{host} cannot be used for sign-up: its host key is not recorded.")
+    try:
+        return workers.ask("accesscontrol.signup.check_proof", host.pk, username, code)
+    except workers.NoAnswer as exc:
+        raise SignupRefused(str(exc)) from None
+
+
+def check_proof(host_id: int, username: str, code: str) -> dict:
+    """The worker's side of ``prove_unix_account``: log in and read the proof file once."""
+    host = signup_hosts().filter(pk=host_id).first()
+    if host is None:
+        return workers.refusal("That host cannot be used for sign-up any more.")
+    try:
+        uid = _prove(host, username, code)
+    except SignupRefused as exc:
+        return workers.refusal(str(exc))
+    return workers.answer(uid)
+
+
+def _prove(host: Host, username: str, code: str) -> int:
     transport = SSHTransport(ssh_target(host, username))
-    # One round trip from this (anonymous) request: who we are, then the file, read once.
+    # One round trip: who we are (name, UID), then the file, read once.
     script = 'id -un; id -u; echo @@; cat -- "$1" 2>/dev/null && rm -f -- "$1"'
     try:
         result = transport.run(

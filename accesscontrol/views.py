@@ -16,8 +16,9 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 
 from apitokens.limits import client_address
+from monitoring import localaccounts
 from monitoring.keys import public_key_line
-from monitoring.models import Device
+from monitoring.models import Device, Host
 
 from .coverage import active_ban, coverage_map
 from .forms import SignupForm, TimeZoneForm, WeekForm
@@ -110,6 +111,14 @@ def time_zone_names() -> list[str]:
     return sorted(available_timezones())
 
 
+def account_problems(profile) -> list[str]:
+    """Why jobs cannot run as the user's account on this machine's hosts (no SSH asked: other
+    hosts tell when a job starts there)."""
+    local = Host.objects.filter(enabled=True, transport=Host.Transport.LOCAL)
+    found = (localaccounts.problem(h.name, profile.unix_username_for(h)) for h in local)
+    return [why for why in found if why]
+
+
 @login_required
 def profile(request):
     """Your accounts on the hosts (set by admins), the service key to authorise, your zone."""
@@ -128,6 +137,7 @@ def profile(request):
         "public_key": key,
         "authorize_command": f"echo {shlex.quote(key)} >> ~/.ssh/authorized_keys",
         "time_zones": time_zone_names(),
+        "account_problems": account_problems(mine),
     }
     status = 400 if request.method == "POST" else 200
     return render(request, "accesscontrol/profile.html", context, status=status)

@@ -1,24 +1,33 @@
-"""Benchmark: one monitoring cycle against N simulated hosts, over one real OpenSSH sshd.
+"""Benchmark: the monitoring loop against N simulated hosts, over real OpenSSH sshds.
 
-Hosts are 127.0.0.1..N pointing at the same sshd; the fake nvidia-smi (tests/fake_bin)
-tells them apart by $SSH_CONNECTION and reports 8 GPUs and 8 processes each. For each N it
-prints, in one run and on a fresh SQLite file database:
+Hosts are 127.0.x.y addresses served by sshds (16 addresses each); the fake nvidia-smi
+(tests/fake_bin) tells them apart by $SSH_CONNECTION and reports 8 GPUs and 8 processes each.
+The service (this process and its threads) is pinned to the first CPU and the simulated
+hosts (sshds, their shells, the fake nvidia-smi) to the others (`sched_setaffinity`, as
+`taskset` does), and the hosts' shells get a clean HOME, so the service's own CPU is
+measured, not the hosts' start-up files. For each N it prints, on a fresh SQLite file
+database, for each way of probing (--ways, interleaved, REPEATS rounds of CYCLES cycles):
 
-- cycle: one full cycle of the real loop (probe, parse, record, bulk-insert history,
-  signal, publish), all hosts over their persistent connections;
-- 1 cmd: one command (`true`) over an already open connection;
-- fresh: the same facts asked the TensorHive/gputasker way, as six separate commands
-  (GPUs, GPU processes, ps, CPU, RAM, disks) with a fresh SSH login for each (concurrent
-  across hosts, so this is that way's best case); "failed" counts its commands per round
-  (of 6 × N) that failed or did not answer within 30 s;
-- floor: the same probe script sent concurrently to all N hosts over already-open
-  connections by a bare paramiko client that neither parses nor stores.
+- cycle s: the median wall time of one full cycle of the real loop (probe, parse, record,
+  history, signal, publish), waiting for every host; cycles start every
+  MONITORING_INTERVAL (2 s), as in the loop;
+- CPU ms/host: the service's CPU time (user + system, all its threads, idle time between
+  cycles included) per host per cycle.
 
-Run: .venv/bin/python bench/monitoring_cycle.py [N ...]   (default 1 10 50 100)
-The probe script itself sleeps 0.2 s on the host to measure CPU utilisation, so no cycle
-can be shorter than that.
+Ways: `session` (the default loop: a probe session per host, steady probes recorded in
+bulk), `one-shot` (a new channel and shell per probe, MONITORING_PROBE_SESSIONS off),
+`per-host` (one-shot probes recorded one host and one GPU at a time, as before issue 18).
+
+With --fresh it also times the TensorHive way (six separate commands over a fresh SSH login
+each, concurrently across hosts) and a bare client's floor, as in earlier README tables.
+
+Run: .venv/bin/python bench/monitoring_cycle.py [--fresh] [--ways a,b] [N ...]
+(default N: 10 50 100 200). History is stored every cycle (the worst case) unless
+--history-step says otherwise (the default setting is 10 s: one cycle in five).
 """
 
+import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -27,6 +36,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -45,37 +55,55 @@ from monitoring import parsers  # noqa: E402
 from monitoring.connections import pool  # noqa: E402
 from monitoring.keys import public_key_line, service_key_path  # noqa: E402
 from monitoring.loop import ProbeLoop  # noqa: E402
-from monitoring.models import GpuMetric, Host  # noqa: E402
+from monitoring.models import Host  # noqa: E402
 from monitoring.probes import probe_argv  # noqa: E402
 from monitoring.transport import SSHTarget, SSHTransport, TransportError  # noqa: E402
 from tests.realparts import FakeGpus, Sshd  # noqa: E402
 
 GPUS_PER_HOST = 8
 REPEATS = 3
+CYCLES = 5
+WAYS = ["session", "one-shot", "per-host"]
+
+
+def address(i: int) -> str:
+    """The i-th simulated host's address (0-based): 127.0.0.1..250, then 127.0.1.1...."""
+    return f"127.0.{i // 250}.{i % 250 + 1}"
 
 
 def gpu_rows(address: str) -> list[str]:
-    last = int(address.rsplit(".", 1)[1])
+    _, _, third, last = address.split(".")
     return [
-        f"{i}, GPU-{last:04d}-{i:04d}, 81920, {1000 + i}, {i * 10}, 3, {40 + i}, 250.5, "
-        "NVIDIA H100 80GB HBM3"
+        f"{i}, GPU-{int(third):02d}{int(last):03d}-{i:04d}, 81920, {1000 + i}, {i * 10}, 3, "
+        f"{40 + i}, 250.5, NVIDIA H100 80GB HBM3"
         for i in range(GPUS_PER_HOST)
     ]
 
 
 # OpenSSH listens on at most 16 addresses per server (MAX_LISTEN_SOCKS).
 ADDRESSES_PER_SSHD = 16
+SERVICE_CPUS = {0}
+
+
+def host_cpus() -> set[int]:
+    """The CPUs the simulated hosts run on: all but the service's (all, on one CPU)."""
+    return (os.sched_getaffinity(0) | set(range(os.cpu_count()))) - SERVICE_CPUS or {0}
 
 
 def start_servers(max_hosts: int, workdir: Path, fake_root: Path) -> list[Sshd]:
-    """Enough sshds for 127.0.0.1..max_hosts, each on its own port."""
+    """Enough sshds for max_hosts addresses, each on its own port, on the hosts' CPUs, with
+    a clean HOME for the hosts' shells (no start-up files of the account to run)."""
+    home = workdir / "home"
+    home.mkdir()
     servers = []
-    for first in range(1, max_hosts + 1, ADDRESSES_PER_SSHD):
-        last = min(first + ADDRESSES_PER_SSHD - 1, max_hosts)
+    for first in range(0, max_hosts, ADDRESSES_PER_SSHD):
+        last = min(first + ADDRESSES_PER_SSHD, max_hosts)
         server = Sshd(workdir / f"sshd-{first}", public_key_line(), fake_root, addresses=1)
-        server.addresses = [f"127.0.0.{i}" for i in range(first, last + 1)]
-        server.config.write_text(server._config())
+        server.addresses = [address(i) for i in range(first, last)]
+        config = server._config().replace("SetEnv PATH=", f"SetEnv HOME={home} PATH=")
+        server.config.write_text(config)
         servers.append(server.start())
+        os.sched_setaffinity(server.proc.pid, host_cpus())
     return servers
 
 
@@ -84,15 +112,15 @@ def setup_lab(max_hosts: int, workdir: Path, pids: list[int]) -> list[Sshd]:
     servers = start_servers(max_hosts, workdir, fake_root)
     user = subprocess.run(["id", "-un"], capture_output=True, text=True, check=True).stdout
     for server in servers:
-        for address in server.addresses:
-            fake = FakeGpus(fake_root, address)
-            fake.set_gpus(gpu_rows(address))
-            uuids = [row.split(", ")[1] for row in gpu_rows(address)]
+        for addr in server.addresses:
+            fake = FakeGpus(fake_root, addr)
+            fake.set_gpus(gpu_rows(addr))
+            uuids = [row.split(", ")[1] for row in gpu_rows(addr)]
             apps = [f"{u}, {pid}, 500, python" for u, pid in zip(uuids, pids, strict=True)]
             fake.set_processes(apps)
             Host.objects.create(
-                name=f"node-{address.replace('.', '-')}",
-                address=address,
+                name=f"node-{addr.replace('.', '-')}",
+                address=addr,
                 port=server.port,
                 username=user.strip(),
                 enabled=False,
@@ -114,6 +142,59 @@ def full_cycle(loop: ProbeLoop, n: int) -> None:
     recorded = loop.cycle()
     if len(recorded) != n:
         raise RuntimeError(f"cycle recorded {len(recorded)} of {n} hosts")
+
+
+@contextlib.contextmanager
+def way(name: str):
+    """Settings (and, for per-host, the old recording) of one way of probing."""
+    settings.MONITORING_PROBE_SESSIONS = name == "session"
+    if name != "per-host":
+        yield
+        return
+    # Every probe recorded by record_probe, one host and one GPU at a time.
+    with mock.patch("monitoring.loop.record_steady_probes", lambda finished, now: finished):
+        yield
+
+
+def measure(loop: ProbeLoop, n: int, name: str) -> tuple[list[float], float]:
+    """CYCLES cycles, one every MONITORING_INTERVAL as the loop runs them (a longer cycle
+    starts the next at once): their wall times, and the service's CPU seconds in all,
+    idle time between cycles included."""
+    walls = []
+    with way(name):
+        cpu = time.process_time()
+        for _ in range(CYCLES):
+            started = time.perf_counter()
+            full_cycle(loop, n)
+            walls.append(time.perf_counter() - started)
+            time.sleep(max(0.0, settings.MONITORING_INTERVAL - walls[-1]))
+        cpu = time.process_time() - cpu
+    return walls, cpu
+
+
+def bench_ways(n: int, ways: list[str]) -> dict:
+    """Interleaved rounds of each way; its median cycle and CPU per host per cycle."""
+    Host.objects.update(enabled=False)
+    hosts = list(Host.objects.order_by("pk")[:n])
+    Host.objects.filter(pk__in=[h.pk for h in hosts]).update(enabled=True)
+    loops = {}
+    for name in ways:
+        loops[name] = ProbeLoop(holder=f"bench-{name}")
+        loops[name].interval = 60.0  # wait for every host: we time the whole cycle
+        with way(name):
+            full_cycle(loops[name], n)  # first contact: connect, record keys, start sessions
+    walls = {name: [] for name in ways}
+    cpus = {name: [] for name in ways}
+    for _ in range(REPEATS):
+        for name in ways:
+            wall, cpu = measure(loops[name], n, name)
+            walls[name] += wall
+            cpus[name].append(cpu / (CYCLES * n))
+    for loop in loops.values():
+        loop.close()
+        loop.executor.shutdown(wait=True)
+    pool.close()
+    return {name: (statistics.median(walls[name]), statistics.median(cpus[name])) for name in ways}
 
 
 # The probe as the loop sends it once a host's versions are known (see probes.probe_host).
@@ -190,18 +271,10 @@ def floor(clients: list[paramiko.SSHClient], executor: ThreadPoolExecutor) -> No
     list(executor.map(send, clients))
 
 
-def bench(n: int, pids: list[int]) -> dict:
-    Host.objects.update(enabled=False)
-    hosts = list(Host.objects.order_by("pk")[:n])
-    Host.objects.filter(pk__in=[h.pk for h in hosts]).update(enabled=True)
-    loop = ProbeLoop(holder="bench")
-    loop.interval = 60.0  # wait for every host: we time the whole cycle
-    full_cycle(loop, n)  # first contact: connect, record host keys
-    rows_before = GpuMetric.objects.count()
-    cycle = timed(lambda: full_cycle(loop, n))
-    stored = (GpuMetric.objects.count() - rows_before) // REPEATS
+def bench_fresh(n: int, pids: list[int]) -> dict:
+    """The earlier README table's columns: one command, fresh logins, the bare floor."""
+    hosts = list(Host.objects.filter(enabled=True).order_by("pk"))
     one = timed(lambda: pool.run(hosts[0], ["true"]), repeats=20)
-    hosts = list(Host.objects.filter(pk__in=[h.pk for h in hosts]))
     failures = []
     fresh = timed(lambda: fresh_connection_probe(hosts, pids, failures), repeats=3)
     clients = bare_clients(hosts)
@@ -209,17 +282,8 @@ def bench(n: int, pids: list[int]) -> dict:
         bare = timed(lambda: floor(clients, executor))
     for client in clients:
         client.close()
-    loop.executor.shutdown(wait=True)
     pool.close()
-    return {
-        "n": n,
-        "cycle": cycle,
-        "one": one,
-        "fresh": fresh,
-        "failed": len(failures) // 3,
-        "floor": bare,
-        "rows": stored,
-    }
+    return {"one": one, "fresh": fresh, "failed": len(failures) // 3, "floor": bare}
 
 
 def stop(sshd: Sshd) -> None:
@@ -231,25 +295,34 @@ def stop(sshd: Sshd) -> None:
         sshd.proc.wait(timeout=10)
 
 
-def main(sizes: list[int]) -> None:
-    settings.MONITORING_HISTORY_STEP = 0  # store history every cycle, the worst case
+def main(sizes: list[int], ways: list[str], fresh: bool, history_step: float) -> None:
+    os.sched_setaffinity(0, SERVICE_CPUS)  # before any thread: they inherit it
+    settings.MONITORING_HISTORY_STEP = history_step
     call_command("migrate", verbosity=0)
-    sleepers = [subprocess.Popen(["sleep", "600"]) for _ in range(GPUS_PER_HOST)]
+    sleepers = [subprocess.Popen(["sleep", "3600"]) for _ in range(GPUS_PER_HOST)]
     workdir = Path(os.environ["HIVE_DATA_DIR"])
     servers = setup_lab(max(sizes), workdir, [p.pid for p in sleepers])
-    print(f"{os.cpu_count()} CPUs, SQLite file database, {GPUS_PER_HOST} GPUs per host")
     print(
-        "    N   cycle s  1 cmd ms   fresh s  failed   floor s  cycle/floor  fresh/cycle  GPU rows"
+        f"{os.cpu_count()} CPUs (service on {sorted(SERVICE_CPUS)}, hosts on "
+        f"{sorted(host_cpus())}), SQLite file database, {GPUS_PER_HOST} GPUs per host, "
+        f"{REPEATS} interleaved rounds of {CYCLES} cycles, history step {history_step:g} s; "
+        "load average "
+        f"{os.getloadavg()[0]:.1f}"
     )
+    print("    N  way        cycle s  CPU ms/host/cycle")
     try:
         for n in sizes:
-            r = bench(n, [p.pid for p in sleepers])
-            print(
-                f"{r['n']:5d}  {r['cycle']:8.3f}  {1000 * r['one']:8.2f}  {r['fresh']:8.3f}"
-                f"  {r['failed']:6d}  {r['floor']:8.3f}  {r['cycle'] / r['floor']:11.2f}"
-                f"  {r['fresh'] / r['cycle']:11.1f}  {r['rows']:8d}",
-                flush=True,
-            )
+            for name, (cycle, cpu) in bench_ways(n, ways).items():
+                print(f"{n:5d}  {name:9s} {cycle:8.3f}  {1000 * cpu:17.2f}", flush=True)
+            if fresh:
+                r = bench_fresh(n, [p.pid for p in sleepers])
+                print(
+                    f"{n:5d}  one command {1000 * r['one']:.2f} ms, fresh logins "
+                    f"{r['fresh']:.3f} s ({r['failed']} of {6 * n} failed), floor "
+                    f"{r['floor']:.3f} s",
+                    flush=True,
+                )
+            print(f"       load average {os.getloadavg()[0]:.1f}", flush=True)
     finally:
         for server in servers:
             stop(server)
@@ -258,4 +331,10 @@ def main(sizes: list[int]) -> None:
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or [1, 10, 50, 100])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("sizes", nargs="*", type=int, default=[10, 50, 100, 200])
+    parser.add_argument("--ways", default=",".join(WAYS))
+    parser.add_argument("--fresh", action="store_true")
+    parser.add_argument("--history-step", type=float, default=0.0)
+    args = parser.parse_args()
+    main(args.sizes, args.ways.split(","), args.fresh, args.history_step)

@@ -8,6 +8,7 @@ the handler adds the ``detail`` where DRF leaves it out and turns a Django ``Val
 raised by a service (booking rules, access refusals) into a 400 instead of a 500.
 """
 
+from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import JsonResponse
 from django.views import defaults
@@ -16,6 +17,9 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, serializers
 from rest_framework.views import exception_handler as drf_exception_handler
+
+from hiveproject.pagination import PAGE_HEADERS
+from hiveproject.sqlite3.base import is_locked
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -32,12 +36,51 @@ ERROR_SCHEMA = {
 
 def exception_handler(exc, context):
     """DRF's handler, then the shape above on whatever it answers."""
+    if is_locked(exc):
+        return busy_answer()
+    if isinstance(exc, Conflict):
+        exc = ConflictError(str(exc))
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(_django_messages(exc))
     response = drf_exception_handler(exc, context)
     if response is not None:
         response.data = with_detail(response.data)
     return response
+
+
+class Conflict(Exception):  # noqa: N818 (a refusal, named like Django's PermissionDenied)
+    """An edit of something changed or cancelled since it was read: answered 409 with the
+    message. Raised by services (they know what changed), so pages and API agree."""
+
+
+class ConflictError(exceptions.APIException):
+    status_code = 409
+    default_detail = "Changed meanwhile; reload and try again."
+    default_code = "conflict"
+
+
+def busy_answer() -> JsonResponse:
+    """503 for a write the database could not take in DATABASE_LOCK_WAIT (SQLite only)."""
+    seconds = settings.DATABASE_RETRY_AFTER
+    answer = JsonResponse(
+        {"detail": f"The service is busy writing; try again in {seconds} seconds."}, status=503
+    )
+    answer["Retry-After"] = str(seconds)
+    return answer
+
+
+class BusyDatabase:
+    """Middleware: a page (or a pages' JSON endpoint) whose write found the database locked
+    gets the same 503 as the API, not a 500."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        return busy_answer() if is_locked(exception) else None
 
 
 def not_found(request, exception):
@@ -124,6 +167,15 @@ class HiveAutoSchema(AutoSchema):
                 responses[code] = self._get_response_for_code(answer, code, direction=direction)
         return responses
 
+    def _get_response_headers_for_code(self, status_code, direction="response"):
+        headers = super()._get_response_headers_for_code(status_code, direction)
+        if status_code == "200" and self.method == "GET" and self._is_paged():
+            headers = {**PAGE_HEADERS, **headers}
+        return headers
+
+    def _is_paged(self) -> bool:
+        return self._is_list_view() and self._get_paginator() is not None
+
     def _is_list_view(self, serializer=None):
         # A view whose "list" answers one object (e.g. a summary) says so with this flag.
         if getattr(self.view, "answers_one_object", False):
@@ -137,6 +189,9 @@ class HiveAutoSchema(AutoSchema):
             yield "404", "No such object, or not visible to you."
         yield "406", "The Accept header names no media type the API answers in (JSON)."
         if self.method in ("POST", "PUT", "PATCH"):
+            yield "413", "The body is larger than the service accepts."
             yield "415", "The body's media type is not JSON, a form or multipart."
+        if self.method in ("PUT", "PATCH", "DELETE"):
+            yield "409", "Changed or cancelled since it was read; reload and try again."
         if getattr(self.view, "throttle_classes", None):
             yield "429", "Too many requests; retry after the time `detail` gives."

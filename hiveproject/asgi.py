@@ -13,6 +13,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from hiveproject.limits import BodyLimit  # noqa: E402
 from hiveproject.routing import websocket_urlpatterns  # noqa: E402
 
 
@@ -31,7 +32,7 @@ class ScriptPrefix:
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": BodyLimit(django_asgi_app),
         "websocket": ScriptPrefix(
             AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
         ),

@@ -129,16 +129,21 @@ INSTALLED_APPS = [
     "channels",
     "monitoring",
     "accesscontrol",
+    "notifications",
     "reservations",
     "jobs",
     "protection",
     "queueing",
+    "fairuse",
+    "accounting",
     "audit",
     "apitokens",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Body size, JSON depth and NUL refused before any view or the database (issue 20).
+    "hiveproject.limits.RequestLimits",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -147,6 +152,8 @@ MIDDLEWARE = [
     # Lets audit entries written by model signals name the signed-in user.
     "audit.context.ActorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # A write that found SQLite locked too long: 503 with Retry-After, not a 500 (issue 20).
+    "hiveproject.api_errors.BusyDatabase",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -187,7 +194,8 @@ if DATABASE_URL:
 else:
     DATABASES = {
         "default": {
-            "ENGINE": "django.db.backends.sqlite3",
+            # Django's SQLite, with writers queued in the process (hiveproject/sqlite3).
+            "ENGINE": "hiveproject.sqlite3",
             "NAME": HIVE_DATA_DIR / "hive.sqlite3",
             "OPTIONS": {
                 # IMMEDIATE takes the write lock at BEGIN, so concurrent writers queue on
@@ -459,3 +467,113 @@ _private_files()
 # Who sees which GPU processes' command lines (monitoring.visibility): own and, for admins of
 # the host, everyone's; others read "command hidden".
 PROCESS_VISIBILITY = envstr("PROCESS_VISIBILITY", "accesscontrol.accounts.ProcessVisibility")
+
+# --- Supervised workers (serve-workers) ---------------------------------------------------
+# `manage.py workers` (and `serve`) run the django-q2 cluster under a supervisor. A cluster in
+# which no task finished for WORKERS_STALL_SECONDS while work was due and a worker was free is
+# stalled (e.g. a worker killed as next in line holds the task queue's lock for ever: django-q2
+# issue #23): it is killed as a whole and started again, and the reason recorded.
+WORKERS_STALL_SECONDS = envfloat("WORKERS_STALL_SECONDS", max(15 * MONITORING_INTERVAL, 30.0))
+# Stopping: SIGINT to the cluster's process group, then SIGKILL to what is left after this.
+WORKERS_STOP_GRACE_SECONDS = envfloat("WORKERS_STOP_GRACE_SECONDS", 10.0)
+# django-q2 logs a line per task at INFO; the supervisor prints one summary a minute instead.
+Q_LOG_LEVEL = envstr("Q_LOG_LEVEL", "WARNING").upper()
+Q_CLUSTER["log_level"] = Q_LOG_LEVEL
+LOGGING["loggers"]["django-q"] = {"level": Q_LOG_LEVEL}
+# Monitors and load balancers ask /healthz over plain http on the internal network.
+SECURE_REDIRECT_EXEMPT = [r"(^|/)healthz$"]
+
+# --- Scale and speed (issue 18) ------------------------------------------------------------
+# Probe SSH hosts through a long-lived probe loop per host (monitoring/sessions.py), asked
+# for one sample per cycle; off: a one-shot probe (a new channel and shell) every cycle.
+MONITORING_PROBE_SESSIONS = envbool("MONITORING_PROBE_SESSIONS", True)
+# API answers written by orjson (same bytes as DRF's JSON renderer), the browsable API kept.
+REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"] = [
+    "hiveproject.renderers.FastJSONRenderer",
+    "rest_framework.renderers.BrowsableAPIRenderer",
+]
+# HTML and JSON go out compressed to clients that accept it (lists and the board shrink
+# 5-10×); outermost, so it compresses what every other middleware wrote. Static files come
+# precompressed from whitenoise. CSRF tokens are masked per response, so the compression
+# does not leak them (BREACH).
+MIDDLEWARE.insert(0, "django.middleware.gzip.GZipMiddleware")
+
+# --- Fair use: idle bookings given back (fairuse/) ---------------------------------------
+# The site's idle rule, where no host or group has its own (admin → Fair use → idle
+# policies): off | warn | release. A reserved GPU is idle while it shows none of the owner's
+# processes and a load under RESERVATION_IDLE_UTILIZATION %; a booking with GPUs idle this
+# many minutes is warned, and with "release" its idle GPUs go back GRACE minutes later
+# unless the owner keeps it.
+FAIRUSE_IDLE_ACTION = envstr("FAIRUSE_IDLE_ACTION", "off")
+FAIRUSE_IDLE_MINUTES = envint("FAIRUSE_IDLE_MINUTES", 30)
+FAIRUSE_IDLE_GRACE_MINUTES = envint("FAIRUSE_IDLE_GRACE_MINUTES", 15)
+
+# --- Fair use: fair-share in the queue (queueing/fairshare.py) ----------------------------
+# GPU-hours from bookings and queue runs count half after this many hours (0: no fair-share);
+# the factors are cached this many seconds for pages and the API.
+QUEUE_FAIRSHARE_HALF_LIFE_HOURS = envfloat("QUEUE_FAIRSHARE_HALF_LIFE_HOURS", 168.0)
+QUEUE_FAIRSHARE_CACHE_SECONDS = envint("QUEUE_FAIRSHARE_CACHE_SECONDS", 60)
+
+# --- Fair use: accounting (accounting/) ---------------------------------------------------
+# Grams of CO2e per kWh the GPUs draw (the lab's grid; e.g. 350 for a European average).
+ACCOUNTING_EMISSION_G_PER_KWH = envfloat("ACCOUNTING_EMISSION_G_PER_KWH", 350.0)
+# /metrics also exports these collectors (dotted paths): per-user usage counters.
+METRICS_EXTRA_COLLECTORS = envlist("METRICS_EXTRA_COLLECTORS", "accounting.metrics.UsageCollector")
+
+# --- Fair use: notifications (notifications/) --------------------------------------------
+# A failed delivery is retried after NOTIFY_RETRY_SECONDS, doubling each time (at most an
+# hour), and given up after NOTIFY_MAX_ATTEMPTS tries; one webhook call waits this long.
+NOTIFY_RETRY_SECONDS = envint("NOTIFY_RETRY_SECONDS", 30)
+NOTIFY_MAX_ATTEMPTS = envint("NOTIFY_MAX_ATTEMPTS", 6)
+NOTIFY_SEND_TIMEOUT = envfloat("NOTIFY_SEND_TIMEOUT", 10.0)
+
+# --- No SSH in the request path (issue 20, item 5) ---------------------------------------------
+# Requests never call a host (monitoring.transport refuses while one is served): actions,
+# log reads, port picks and sign-up proofs are done by the workers.
+MIDDLEWARE.insert(0, "hiveproject.middleware.NoHostCalls")
+# The most of a task's log kept in the database (its end); the workers fetch at most
+# JOBS_LOG_FETCH_BYTES per task and sync round, within SSH_COMMAND_TIMEOUT.
+JOBS_LOG_KEEP_BYTES = envint("JOBS_LOG_KEEP_BYTES", 1024 * 1024)
+JOBS_LOG_FETCH_BYTES = envint("JOBS_LOG_FETCH_BYTES", 256 * 1024)
+# How long a request waits for the workers' answer (free ports, a sign-up's proof).
+WORKER_ANSWER_SECONDS = envfloat("WORKER_ANSWER_SECONDS", 2 * SSH_CONNECT_TIMEOUT + 10)
+# A host connection unused this long is closed (workers keep one per host and account).
+SSH_IDLE_SECONDS = envfloat("SSH_IDLE_SECONDS", 300.0)
+
+# --- Bounded requests (issue 20) ------------------------------------------------------------
+# Bodies over this many bytes get 413 before they are read (hiveproject/limits.py); Django's
+# own bound agrees, so a form cannot go around it.
+REQUEST_MAX_BODY_BYTES = envint("REQUEST_MAX_BODY_BYTES", 2 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
+# JSON nested deeper than this is refused with 400 (Python's parser fails near 1,000 levels).
+REQUEST_MAX_JSON_DEPTH = envint("REQUEST_MAX_JSON_DEPTH", 32)
+# Ids in one list (GPUs of a booking, tasks of a bulk action) and tasks in one job (rows, grid
+# combinations, nodes, queued tasks): a 10,000-task job took minutes and stalled other users.
+API_MAX_IDS = envint("API_MAX_IDS", 1000)
+JOBS_MAX_TASKS = envint("JOBS_MAX_TASKS", 500)
+
+# --- Writes under contention (issue 20) -----------------------------------------------------
+# On SQLite a write waits this long in all for its turn (hiveproject/sqlite3) before the
+# request is answered 503 with Retry-After (DATABASE_RETRY_AFTER seconds), never a 500.
+DATABASE_LOCK_WAIT = envfloat("DATABASE_LOCK_WAIT", 30)
+DATABASE_RETRY_AFTER = envint("DATABASE_RETRY_AFTER", 5)
+
+# --- Paged lists (issue 20) -------------------------------------------------------------------
+# Every API list answers pages of this many objects (?page_size= up to the maximum); the
+# paging is in the Link and X-Total-Count headers, the body stays an array.
+REST_FRAMEWORK["DEFAULT_PAGINATION_CLASS"] = "hiveproject.pagination.LinkHeaderPagination"
+API_PAGE_SIZE = envint("API_PAGE_SIZE", 100)
+API_MAX_PAGE_SIZE = envint("API_MAX_PAGE_SIZE", 1000)
+
+# --- Web interface (issue 17): one design system, grouped navigation, error pages ---
+TEMPLATES[0]["OPTIONS"]["context_processors"].append("hiveproject.navigation.navigation")
+FORM_RENDERER = "hiveproject.forms.BootstrapRenderer"
+INSTALLED_APPS += ["board"]
+# Pages show times in the reader's zone (after authentication, which it reads).
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
+    "board.middleware.UserTimeZoneMiddleware",
+)
+# A refused form (CSRF) gets the site's page, not Django's bare one (templates/403_csrf.html).
+CSRF_FAILURE_VIEW = "board.views.csrf_failure"
+# Pages go out compressed: GZipMiddleware, in the scale-and-speed block above.

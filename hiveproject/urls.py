@@ -4,9 +4,12 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 import accesscontrol.urls
+import accounting.urls
 import apitokens.urls
 import apitokens.views
+import fairuse.urls
 import jobs.urls
+import notifications.urls
 import protection.urls
 import queueing.urls
 import reservations.urls
@@ -23,9 +26,12 @@ for app_urls in (
     protection.urls,
     queueing.urls,
     apitokens.urls,
+    fairuse.urls,
+    accounting.urls,
+    notifications.urls,
 ):
-    for prefix, viewset in app_urls.api_routes:
-        router.register(prefix, viewset)
+    for route in app_urls.api_routes:  # (prefix, viewset[, basename])
+        router.register(*route)
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -38,13 +44,18 @@ urlpatterns = [
     path("account/", include("apitokens.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/", include(router.urls)),
+    # Namespaced: the API's route names ("job-list"...) would otherwise be the pages' too.
+    path("api/", include((router.urls, "api"))),
     path("api-auth/", include("rest_framework.urls")),
     path("access/", include("accesscontrol.urls")),
     path("reservations/", include("reservations.urls")),
     path("jobs/", include("jobs.urls")),
     path("protection/", include("protection.urls")),
     path("queue/", include("queueing.urls")),
+    path("fairuse/", include("fairuse.urls")),
+    path("usage/", include("accounting.urls")),
+    path("notifications/", include("notifications.urls")),
+    path("", include("board.urls")),
     path("", include("monitoring.urls")),
 ]
 # A URL no route matches answers JSON under /api/, like every other API error.

@@ -4,7 +4,7 @@ from django.contrib import admin
 
 from accesscontrol.permissions import RestrictedAdminMixin
 
-from .models import Job, Task
+from .models import Job, Task, TaskAction
 
 
 class TaskInline(admin.TabularInline):
@@ -24,11 +24,22 @@ class JobAdmin(RestrictedAdminMixin, admin.ModelAdmin):
     inlines = [TaskInline]
 
 
+class TaskActionInline(admin.TabularInline):
+    """Starts and signals asked for, and how the workers carried them out."""
+
+    model = TaskAction
+    fields = ["action", "requested_by", "requested_at", "done_at", "error"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+
 @admin.register(Task)
 class TaskAdmin(RestrictedAdminMixin, admin.ModelAdmin):
     list_display = ["pk", "job", "host", "status", "exit_code", "unix_username", "started_at"]
     list_filter = ["status", "host"]
     search_fields = ["job__name", "command", "screen_session"]
+    inlines = [TaskActionInline]
 
     def get_readonly_fields(self, request, obj=None):
         # Admins may schedule a stop; a start runs as the owner, so only the owner sets it.

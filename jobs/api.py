@@ -6,6 +6,9 @@ exception handler (hiveproject/api_errors.py)."""
 
 import shlex
 
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Prefetch
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -14,12 +17,13 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from accesscontrol.permissions import RestrictedViewSetMixin, can
-from hiveproject.ids import MAX_ID, IdField
+from hiveproject.api_errors import Conflict
+from hiveproject.ids import IdField, id_list
 from monitoring.models import Device, Host
 from reservations.models import Reservation
 
-from . import distributed, services, templating
-from .models import Job, Task
+from . import actions, distributed, services, templating
+from .models import Job, Task, TaskAction
 
 
 def attach_hint(task: Task) -> str:
@@ -36,6 +40,9 @@ class TaskSerializer(serializers.ModelSerializer):
     host = serializers.SlugRelatedField(slug_field="name", read_only=True)
     command_line = serializers.SerializerMethodField(help_text="Environment and command.")
     attach = serializers.SerializerMethodField(help_text="How to attach to the screen session.")
+    pending_action = serializers.SerializerMethodField(
+        help_text="The action the workers have yet to carry out on the task (null: none)."
+    )
 
     class Meta:
         model = Task
@@ -54,6 +61,7 @@ class TaskSerializer(serializers.ModelSerializer):
             "unix_username",
             "screen_session",
             "attach",
+            "pending_action",
             "log_path",
             "pid",
             "exit_code",
@@ -63,6 +71,7 @@ class TaskSerializer(serializers.ModelSerializer):
             "scheduled_stop",
             "reservation",
             "argv",
+            "rerun_as",
         ]
         read_only_fields = [f for f in fields if f not in ("scheduled_start", "scheduled_stop")]
 
@@ -71,6 +80,24 @@ class TaskSerializer(serializers.ModelSerializer):
 
     def get_attach(self, task) -> str:
         return attach_hint(task)
+
+    def get_pending_action(self, task) -> str | None:
+        return pending_action(task)
+
+
+# Open actions, fetched with the tasks (one query per list, not per task).
+OPEN_ACTIONS = Prefetch(
+    "actions", queryset=TaskAction.objects.filter(done_at=None), to_attr="open_actions"
+)
+
+
+def pending_action(task: Task) -> str | None:
+    """The latest action asked for on the task that the workers have not carried out."""
+    opened = getattr(task, "open_actions", None)
+    if opened is None:
+        opened = list(task.actions.filter(done_at=None))
+    latest = max(opened, key=lambda a: (a.requested_at, a.pk), default=None)
+    return latest.action if latest else None
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -83,12 +110,19 @@ class JobSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "description", "template", "owner", "status", "created", "tasks"]
 
 
+def literal_values() -> serializers.DictField:
+    """Parameters or environment as NAME: value, each value kept exactly as sent: the README
+    promises literal arguments, so no trimming (a trailing newline or space is the user's)."""
+    child = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    return serializers.DictField(child=child, default=dict)
+
+
 class TaskRowSerializer(serializers.Serializer):
     host = IdField(queryset=Host.objects.all())
     devices = IdField(many=True, queryset=Device.objects.all(), required=False, default=list)
     template = serializers.CharField(required=False, help_text="Default: the job's template.")
-    parameters = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
-    env = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
+    parameters = literal_values()
+    env = literal_values()
     scheduled_start = serializers.DateTimeField(required=False, allow_null=True)
     scheduled_stop = serializers.DateTimeField(required=False, allow_null=True)
     reservation = IdField(queryset=Reservation.objects.all(), required=False, allow_null=True)
@@ -98,7 +132,7 @@ class JobCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
     template = serializers.CharField(required=False, allow_blank=True, default="")
-    tasks = TaskRowSerializer(many=True)
+    tasks = TaskRowSerializer(many=True, max_length=settings.JOBS_MAX_TASKS)
 
 
 class GridSerializer(serializers.Serializer):
@@ -107,8 +141,10 @@ class GridSerializer(serializers.Serializer):
     template = serializers.CharField()
     host = IdField(queryset=Host.objects.all())
     devices = IdField(many=True, queryset=Device.objects.all(), required=False, default=list)
-    values = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
-    env = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
+    values = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField(trim_whitespace=False))
+    )
+    env = literal_values()
     samples = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     seed = serializers.IntegerField(required=False, allow_null=True)
 
@@ -122,24 +158,18 @@ class DistributedSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
     kind = serializers.ChoiceField(choices=list(distributed.KINDS.items()))
-    nodes = NodeSerializer(many=True)
+    nodes = NodeSerializer(many=True, max_length=settings.JOBS_MAX_TASKS)
     command = serializers.CharField(help_text="Script and arguments (torchrun) or command.")
     launcher = serializers.CharField(required=False, default="torchrun")
     nproc_per_node = serializers.IntegerField(required=False, default=1, min_value=1)
-    parameters = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
-    env = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
-
-
-def id_list():
-    """Object ids; bounded, since the database refuses (with a 500) ids beyond 64 bits."""
-    child = serializers.IntegerField(min_value=1, max_value=MAX_ID)
-    return serializers.ListField(child=child, required=False, default=list)
+    parameters = literal_values()
+    env = literal_values()
 
 
 class ActionSerializer(serializers.Serializer):
     action = serializers.ChoiceField(choices=services.ACTIONS)
-    tasks = id_list()
-    jobs = id_list()
+    tasks = id_list(required=False, default=list)
+    jobs = id_list(required=False, default=list)
 
 
 # What the actions and the log answer, for the OpenAPI schema.
@@ -175,10 +205,12 @@ def _input(request, serializer_class) -> dict:
 
 
 def _results(results) -> Response:
-    # Statuses read again, in one query: a refused start may have failed the task meanwhile.
+    """202: the actions are the workers' now; each task's state ("starting", "stopping") or
+    why it was refused. Statuses are read again, in one query."""
     now = dict(Task.objects.filter(pk__in=[t.pk for t, _ in results]).values_list("pk", "status"))
     return Response(
-        {"results": [{"task": t.pk, "status": now[t.pk], "error": e} for t, e in results]}
+        {"results": [{"task": t.pk, "status": now[t.pk], "error": e} for t, e in results]},
+        status=status.HTTP_202_ACCEPTED,
     )
 
 
@@ -207,7 +239,11 @@ class JobViewSet(
 ):
     """Jobs of the signed-in user (all jobs for admins). POST creates from task rows."""
 
-    queryset = Job.objects.select_related("owner").prefetch_related("tasks__host", "tasks__devices")
+    queryset = Job.objects.select_related("owner").prefetch_related(
+        "tasks__host",
+        "tasks__devices",
+        Prefetch("tasks__actions", OPEN_ACTIONS.queryset, to_attr="open_actions"),
+    )
     serializer_class = JobSerializer
 
     def _created(self, job) -> Response:
@@ -245,13 +281,14 @@ class JobViewSet(
         template, specs = distributed.specs_from(request.user, data, nodes)
         return self._create(data, specs, template)
 
-    @extend_schema(responses=ACTION_RESULTS)
+    @extend_schema(responses={202: ACTION_RESULTS})
     @action(detail=True, methods=["post"], serializer_class=ActionSerializer)
     def act(self, request, pk=None):
-        """{"action": spawn|interrupt|terminate|kill|stop} on every task of the job it fits."""
+        """{"action": spawn|interrupt|terminate|kill|stop} on every task of the job it fits;
+        answered at once (202), carried out by the workers (see each task's status)."""
         data = _input(request, ActionSerializer)
         job = self.get_object()
-        return _results(services.act_on(list(job.tasks.all()), request.user, data["action"]))
+        return _results(actions.request_all(list(job.tasks.all()), request.user, data["action"]))
 
     @extend_schema(request=None, responses={201: JobSerializer})
     @action(detail=True, methods=["post"], serializer_class=serializers.Serializer)
@@ -276,7 +313,9 @@ class TaskViewSet(
 ):
     """Tasks of the signed-in user's jobs. PATCH sets a pending task's scheduled start/stop."""
 
-    queryset = Task.objects.select_related("host", "job__owner").prefetch_related("devices")
+    queryset = Task.objects.select_related("host", "job__owner").prefetch_related(
+        "devices", OPEN_ACTIONS
+    )
     serializer_class = TaskSerializer
     http_method_names = ["get", "post", "patch", "head", "options"]
 
@@ -299,24 +338,27 @@ class TaskViewSet(
             raise exceptions.ValidationError(
                 {"detail": "The scheduled stop must come after the start."}
             )
-        serializer.save()
+        serializer.instance = save_schedule(task, serializer.validated_data)
 
-    @extend_schema(responses=TaskSerializer)
+    @extend_schema(responses={202: TaskSerializer})
     @action(detail=True, methods=["post"], serializer_class=ActionSerializer)
     def act(self, request, pk=None):
-        """{"action": spawn|interrupt|terminate|kill|stop} on this task."""
+        """{"action": spawn|interrupt|terminate|kill|stop} on this task; answered at once
+        (202, the task "starting" or "stopping"), carried out by the workers."""
         data = _input(request, ActionSerializer)
-        task = services.act(self.get_object(), request.user, data["action"])
-        return Response(TaskSerializer(task).data)
+        task = actions.request(self.get_object(), request.user, data["action"])
+        task = self.get_queryset().get(pk=task.pk)
+        return Response(TaskSerializer(task).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(responses=ACTION_RESULTS)
+    @extend_schema(responses={202: ACTION_RESULTS})
     @action(detail=False, methods=["post"], serializer_class=ActionSerializer, url_path="bulk")
     def bulk(self, request):
-        """{"action", "tasks": [ids], "jobs": [ids]}: the action on all of them it fits."""
+        """{"action", "tasks": [ids], "jobs": [ids]}: the action on all of them it fits;
+        answered at once (202), carried out by the workers."""
         data = _input(request, ActionSerializer)
         visible = self.get_queryset()
         chosen = visible.filter(pk__in=data["tasks"]) | visible.filter(job__in=data["jobs"])
-        return _results(services.act_on(list(chosen.distinct()), request.user, data["action"]))
+        return _results(actions.request_all(list(chosen.distinct()), request.user, data["action"]))
 
     @extend_schema(
         parameters=[OpenApiParameter("offset", int, description="First byte to return.")],
@@ -324,15 +366,34 @@ class TaskViewSet(
     )
     @action(detail=True, methods=["get"])
     def log(self, request, pk=None):
-        """{"size", "offset", "next_offset", "text"} from ?offset= (bytes); poll to follow."""
+        """{"size", "offset", "next_offset", "text"} from ?offset= (bytes); poll to follow.
+        The log as the workers last fetched it (after each monitoring cycle while the task
+        runs); ``size`` is how far that goes."""
         offset = _int(request.query_params.get("offset", "0"), "offset")
-        return Response(services.read_log(self.get_object(), offset))
+        return Response(actions.log_piece(self.get_object(), offset))
 
     @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR})
     @action(detail=True, methods=["get"])
     def download(self, request, pk=None):
         """The whole log as a text file."""
         return log_download(self.get_object())
+
+
+@transaction.atomic
+def save_schedule(task: Task, changes: dict) -> Task:
+    """Write only the scheduled times, on the row locked, and only if the task's status is
+    still the one the checks saw: a save of the whole row would put back a status the
+    workers changed meanwhile (a running task shown pending again)."""
+    stored = Task.objects.select_for_update().get(pk=task.pk)
+    if stored.status != task.status:
+        raise Conflict(
+            f"Task {task.pk} changed meanwhile (it is {stored.get_status_display().lower()} "
+            "now); nothing was changed."
+        )
+    for field, value in changes.items():
+        setattr(task, field, value)
+    task.save(update_fields=list(changes))
+    return task
 
 
 def is_whole_number(text: str) -> bool:
@@ -352,8 +413,8 @@ def _int(value: str, name: str) -> int:
 
 
 def log_download(task: Task) -> HttpResponse:
-    """The whole log as a text file (ValidationError when it cannot be read)."""
-    piece = services.read_log(task, 0, limit=2**40)
-    response = HttpResponse(piece["text"], content_type="text/plain; charset=utf-8")
+    """The log as kept by the service, as a text file (ValidationError before it started).
+    The workers keep a bounded tail of each log, so the answer is bounded too."""
+    response = HttpResponse(actions.log_file(task), content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{task.session_name}.log"'
     return response

@@ -7,8 +7,9 @@
 - ``tensorflow``: the command with ``TF_CONFIG`` = {"cluster": {"worker": [host:port, ...]},
   "task": {"type": "worker", "index": i}}.
 
-Ports are free ports the hosts themselves report (asked over SSH as the owner), picked when
-the job is created; the tasks show the resulting commands before anything runs.
+Ports are free ports the hosts themselves report (asked over SSH as the owner, by a worker
+when a request creates the job), picked when the job is created; the tasks show the
+resulting commands before anything runs.
 """
 
 import json
@@ -17,9 +18,9 @@ from dataclasses import dataclass, field
 from django.core.exceptions import ValidationError
 
 from accesscontrol.accounts import check_run_as
+from monitoring import workers
 from monitoring.models import Device, Host
 
-from . import remote
 from .services import TaskSpec
 
 KINDS = {
@@ -40,10 +41,12 @@ class Node:
 
 
 def ask_free_port(owner, host: Host) -> int:
+    """A port the host reports free, asked by a worker when a request needs it."""
+    # Runs python3 as the owner's account: the same refusals as a task (no root...).
+    username = check_run_as(owner, host).name
     try:
-        # Runs python3 as the owner's account: the same refusals as a task (no root...).
-        return remote.free_port(host, check_run_as(owner, host).name)
-    except remote.RemoteError as exc:
+        return workers.ask("jobs.actions.free_port", host.pk, username)
+    except workers.NoAnswer as exc:
         raise ValidationError(f"Could not pick a free port: {exc}") from None
 
 

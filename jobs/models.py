@@ -32,8 +32,10 @@ class Job(models.Model):
 
     @property
     def status(self) -> str:
-        """Derived from the tasks: running > pending > failed > stopped > succeeded."""
-        return derive_status([(t.status, t.exit_code) for t in self.tasks.all()])
+        """Derived from the tasks: running > pending > failed > stopped > succeeded. A task run
+        again counts by its latest run."""
+        latest = (t for t in self.tasks.all() if t.rerun_as_id is None)
+        return derive_status([(t.status, t.exit_code) for t in latest])
 
 
 def derive_status(states: list[tuple[str, int | None]]) -> str:
@@ -96,7 +98,14 @@ class Task(models.Model):
     reservation = models.ForeignKey(
         Reservation, null=True, blank=True, on_delete=models.SET_NULL, related_name="tasks"
     )
+    # The new run of this task, once it was run again (this one keeps its status and log).
+    rerun_as = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="rerun_of"
+    )
     created = models.DateTimeField(auto_now_add=True)
+
+    # Ended without success: such a task may be run again (see jobs.services.rerun_task).
+    RERUNNABLE = frozenset({Status.FAILED, Status.KILLED})
 
     class Meta:
         ordering = ["job", "id"]
@@ -121,3 +130,62 @@ class Task(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+    @property
+    def may_rerun(self) -> bool:
+        failed = self.status in self.RERUNNABLE or (
+            self.status == self.Status.EXITED and self.exit_code != 0
+        )
+        return failed and self.rerun_as_id is None
+
+
+class TaskAction(models.Model):
+    """A start or a signal asked for in a request and carried out by the workers: the
+    request answers at once (the task shows "starting" or "stopping"), the workers call the
+    host and record here, and on the task, how it went."""
+
+    class Action(models.TextChoices):
+        SPAWN = "spawn", "start"
+        INTERRUPT = "interrupt", "interrupt (SIGINT)"
+        TERMINATE = "terminate", "terminate (SIGTERM)"
+        KILL = "kill", "kill (SIGKILL)"
+        STOP = "stop", "stop (SIGTERM, then SIGKILL)"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="actions")
+    action = models.CharField(max_length=10, choices=Action.choices)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    requested_at = models.DateTimeField(auto_now_add=True)
+    # The task's status when asked: a signal the host refused puts it back.
+    status_before = models.CharField(max_length=10, choices=Task.Status.choices)
+    done_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-requested_at", "-id"]
+        indexes = [models.Index(fields=["task", "done_at"])]
+
+    def __str__(self):
+        return f"{self.get_action_display()} of task {self.task_id}"
+
+
+class TaskLog(models.Model):
+    """The end of a task's log as the workers last fetched it from the host, so pages and
+    the API serve logs without reaching a host. Byte offsets are those of the file on the
+    host: ``text`` holds its bytes from ``start`` to ``start + len(text)``."""
+
+    task = models.OneToOneField(Task, on_delete=models.CASCADE, related_name="stored_log")
+    start = models.BigIntegerField(default=0, help_text="Bytes of the log before the kept part.")
+    text = models.BinaryField(default=b"")
+    fetched_at = models.DateTimeField(null=True, blank=True)
+    # The task had ended when this was fetched: the log is whole and is not fetched again.
+    complete = models.BooleanField(default=False)
+    error = models.TextField(blank=True, help_text="Why the last fetch failed.")
+
+    def __str__(self):
+        return f"log of task {self.task_id}"
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.text)

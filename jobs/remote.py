@@ -9,8 +9,8 @@ home): ``NAME.log`` (stdout and stderr), ``NAME.pid`` (the screen window's shell
 the task's process group), ``NAME.exit`` (``CODE ISO-TIME`` written when the command ends).
 """
 
+import base64
 import copy
-import getpass
 import re
 import threading
 from dataclasses import dataclass
@@ -18,6 +18,7 @@ from datetime import datetime
 
 from django.conf import settings
 
+from monitoring import localaccounts
 from monitoring.connections import ConnectionPool
 from monitoring.models import Host
 from monitoring.transport import CommandResult, TransportError
@@ -72,12 +73,6 @@ SYNC = _RESOLVE_DIR + (
     "fi; done; true"
 )
 
-# Bytes of a log from an offset (0-based), at most a limit; prints the file size first.
-READ_LOG = (
-    'f=$1 offset=$2 limit=$3; [ -f "$f" ] || { echo "no log file yet" >&2; exit 2; }; '
-    'wc -c < "$f"; tail -c +$((offset + 1)) "$f" | head -c "$limit"'
-)
-
 # Wait (up to $3 seconds) for a task's exit file and print it ("CODE TIME"): a waiter that
 # wants to know the moment a task ends asks once, instead of polling the whole sync. It
 # holds the task's FIFO open read-write before looking for the file, so the window's line
@@ -114,6 +109,11 @@ _pools_lock = threading.Lock()
 
 def _pool(username: str) -> ConnectionPool:
     with _pools_lock:
+        # Accounts not used for a while lose their connections, and the pool goes too.
+        for name, pool in list(_pools.items()):
+            pool.close_idle()
+            if name != username and not len(pool):
+                del _pools[name]
         return _pools.setdefault(username, ConnectionPool())
 
 
@@ -126,15 +126,15 @@ def close_all() -> None:
 
 
 def run_as(host: Host, username: str, argv: list[str], timeout=None) -> CommandResult:
-    """Run argv on host logged in as ``username`` with the service key."""
-    if host.is_local and username != getpass.getuser():
-        raise RemoteError(
-            f"{host.name} is reached without SSH, as {getpass.getuser()!r}: tasks there can "
-            f"only run as that account, not as {username!r}"
-        )
+    """Run argv on host as ``username``: logged in with the service key over SSH, or on the
+    service's own machine switched to that account (see monitoring.localaccounts)."""
     as_user = copy.copy(host)
     as_user.username = username
     try:
+        if host.is_local:
+            if why := localaccounts.problem(host.name, username):
+                raise RemoteError(why)
+            argv = localaccounts.as_account(username, argv)
         return _pool(username).run(as_user, argv, timeout=timeout)
     except TransportError as exc:
         raise RemoteError(f"{host.name}: {exc}") from None
@@ -252,15 +252,48 @@ def wait_for_exit(
     return _exit_state(exit_line.split(), alive=True), then_out
 
 
-def read_log(host: Host, username: str, path: str, offset: int, limit: int) -> tuple[int, str]:
-    """(size of the log in bytes, its text from byte ``offset``, at most ``limit`` bytes)."""
-    argv = ["sh", "-c", READ_LOG, "sh", path, str(max(offset, 0)), str(limit)]
-    out = _checked(run_as(host, username, argv, timeout=60), "reading the log")
-    size, _, text = out.partition("\n")
-    return int(size.strip() or 0), text
-
-
 def free_port(host: Host, username: str) -> int:
     """A TCP port free on the host now (the kernel's pick for bind(0))."""
     out = _checked(run_as(host, username, ["python3", "-c", FREE_PORT]), "finding a free port")
     return int(out.strip())
+
+
+# The new part of each given log: for each pair FILE OFFSET, a line "@@ SIZE START" (or
+# "@@ -" without the file), then base64 of at most LIMIT bytes from START: START is the
+# offset, 0 if the file is now shorter (rewritten), or SIZE - KEEP when more than KEEP bytes
+# are new (the service keeps only that much). base64 keeps the bytes exact and the markers
+# apart from the text.
+READ_LOGS = (
+    "keep=$1 limit=$2; shift 2; while [ $# -ge 2 ]; do f=$1 start=$2; shift 2; "
+    'if [ ! -f "$f" ]; then echo "@@ -"; continue; fi; size=$(($(wc -c < "$f"))); '
+    '[ "$start" -gt "$size" ] && start=0; [ $((size - start)) -gt "$keep" ] && '
+    'start=$((size - keep)); echo "@@ $size $start"; '
+    'tail -c +$((start + 1)) "$f" | head -c "$limit" | base64; done; true'
+)
+
+
+@dataclass
+class LogPiece:
+    size: int  # of the log file now
+    start: int  # where data begins in it
+    data: bytes
+
+
+def read_logs(
+    host: Host, username: str, wanted: list[tuple[str, int]], keep: int, limit: int
+) -> list[LogPiece | None]:
+    """For each (log path, offset): the log's new bytes, or None where there is no file."""
+    pairs = [str(value) for path, offset in wanted for value in (path, max(offset, 0))]
+    argv = ["sh", "-c", READ_LOGS, "sh", str(keep), str(limit), *pairs]
+    out = _checked(run_as(host, username, argv), "reading the logs")
+    pieces = []
+    for part in out.split("@@ ")[1:]:
+        head, _, body = part.partition("\n")
+        if head.strip() == "-":
+            pieces.append(None)
+            continue
+        size, start = map(int, head.split())
+        pieces.append(LogPiece(size, start, base64.b64decode("".join(body.split()))))
+    if len(pieces) != len(wanted):
+        raise RemoteError(f"reading the logs failed: {len(pieces)} answers for {len(wanted)} logs")
+    return pieces

@@ -15,14 +15,15 @@ from django.db import transaction
 from django.db.models import Case, Value, When
 from django.utils import timezone
 
-from accesscontrol.accounts import RunAs, check_run_as
-from accesscontrol.coverage import active_ban, check_access
+from accesscontrol.accounts import spawn_min_uid
 from accesscontrol.permissions import can
 from audit.log import record
+from monitoring import lease
 from monitoring.models import Device, Host
-from reservations.models import Reservation, ReservedDevice
+from queueing.availability import may_start  # the queue belongs to the jobs layer
+from reservations.models import Reservation
 
-from . import remote, templating
+from . import accounts, remote, templating
 from .models import Job, Task
 
 SIGNALS = {"interrupt": "INT", "terminate": "TERM", "kill": "KILL"}
@@ -182,38 +183,22 @@ def check_may_run(user, task: Task) -> None:
         raise PermissionDenied("Only the job's owner can start its tasks: they run as the owner.")
 
 
-def reserved_by_others(owner, devices: list[Device], at: datetime) -> list[ReservedDevice]:
-    slots = ReservedDevice.objects.filter(
-        device__in=devices, holds=True, start__lte=at, end__gt=at
-    ).exclude(reservation__owner=owner)
-    return list(slots.select_related("device__host", "reservation__owner"))
-
-
-def check_can_start(task: Task, now: datetime) -> None:
-    """The owner may use every GPU of the task now and nobody else has reserved one now."""
-    owner = task.job.owner
-    ban = active_ban(owner)
-    if ban is not None:
-        raise ValidationError(f"{owner} is banned: {ban.reason}")
+def check_can_start(task: Task, now: datetime, processes=None) -> None:
+    """The start rule (queueing.availability) allows the owner on every GPU of the task,
+    over its run (until its scheduled stop, else the reservation horizon); every reason
+    is said. ``processes``: what nvidia-smi showed just now, per host id, if asked."""
     devices = list(task.devices.select_related("host"))
-    for device in devices:
-        decision = check_access(owner, device, now, now + timedelta(minutes=1))
-        if not decision:
-            raise ValidationError(decision.reason)
-    taken = reserved_by_others(owner, devices, now)
-    if taken:
-        slot = taken[0]
-        raise ValidationError(
-            f"{slot.device} is reserved by {slot.reservation.owner} until "
-            f"{timezone.localtime(slot.end):%Y-%m-%d %H:%M}."
-        )
+    reasons = may_start(
+        task.job.owner, devices, now, task.scheduled_stop, job=task.job, processes=processes
+    )
+    if reasons:
+        raise ValidationError([r.text for r in reasons], code=reasons[0].code)
     if task.reservation is not None:
-        check_reservation(owner, task.reservation, devices)
+        check_reservation(task.job.owner, task.reservation, devices)
 
 
-def unix_name(task: Task) -> RunAs:
-    """The account the task runs as, checked (accesscontrol.accounts: no root, no service)."""
-    return check_run_as(task.job.owner, task.host)
+def unix_name(task: Task) -> str:
+    return accounts.run_as(task.job.owner, task.host)
 
 
 def task_env(task: Task) -> dict[str, str]:
@@ -229,20 +214,27 @@ def planned_argv(task: Task) -> list[str]:
     return remote.spawn_argv(task.session_name, task.command, task_env(task))
 
 
-def spawn_task(task: Task, user) -> Task:
+def spawn_task(task: Task, user, processes=None) -> Task:
     """Start a pending task in a detached screen session on its host, as the owner.
 
     ``user`` is who asks (None for the scheduler); refusals raise and change nothing.
+    ``processes``: as for check_can_start.
     """
+    claim_start(task, user, processes)
+    return launch_claimed(task)
+
+
+def claim_start(task: Task, user, processes=None) -> None:
+    """The checks of a start, then the task marked "starting" (exactly one caller wins) and
+    audited; no host is called, so a request may do this and leave the launch to a worker."""
     check_may_run(user, task)
     if task.status != Task.Status.PENDING:
         raise ValidationError(
             f"Task {task.pk} is {task.get_status_display().lower()}, not pending."
         )
     now = timezone.now()
-    check_can_start(task, now)
-    run_as = unix_name(task)
-    username = run_as.name
+    check_can_start(task, now, processes)
+    username = unix_name(task)
     argv = planned_argv(task)
     claimed = Task.objects.filter(pk=task.pk, status=Task.Status.PENDING).update(
         status=Task.Status.STARTING,
@@ -264,8 +256,15 @@ def spawn_task(task: Task, user) -> Task:
         # Names only: values may be tokens (WANDB_API_KEY=...), and the audit is kept longest.
         env_names=sorted(task_env(task)),
     )
+
+
+def launch_claimed(task: Task) -> Task:
+    """Start the screen session of a task claimed by ``claim_start``, as the argv it stored."""
+    task.refresh_from_db()
     try:
-        spawned = remote.spawn(task.host, username, argv, min_uid=run_as.min_uid)
+        # The UID floor is checked on the host itself (accesscontrol.accounts).
+        min_uid = spawn_min_uid(task.unix_username, task.host)
+        spawned = remote.spawn(task.host, task.unix_username, task.argv, min_uid=min_uid)
     except remote.RemoteError as exc:
         _finish(task, Task.Status.FAILED, error=str(exc))
         raise ValidationError(f"Task {task.pk} could not start: {exc}") from None
@@ -273,16 +272,46 @@ def spawn_task(task: Task, user) -> Task:
         status=Task.Status.RUNNING,
         pid=spawned.pid,
         log_path=spawned.log_path,
-        started_at=now,
+        started_at=task.started_at,
     )
     task.refresh_from_db()
     return task
+
+
+def rerun_task(task: Task, user, start=None) -> Task:
+    """Run an ended task that did not succeed again: a new task of the same job with the same
+    command, GPUs and environment, started now as the owner. The old one keeps its status,
+    exit code and log, and points to the new run; a refused start leaves nothing behind.
+    ``start(new, user)`` starts the new run (default ``spawn_task``: here and now)."""
+    check_may_run(user, task)
+    if not task.may_rerun:
+        again = f": it was run again as task {task.rerun_as_id}" if task.rerun_as_id else ""
+        raise ValidationError(
+            f"Task {task.pk} is {task.get_status_display().lower()}{again}; only a failed or "
+            "stopped task, or one that exited with an error, can be run again."
+        )
+    with transaction.atomic():
+        new = _new_task(task.job, spec_of(task))
+        if not Task.objects.filter(pk=task.pk, rerun_as=None).update(rerun_as=new):
+            raise ValidationError(f"Task {task.pk} was run again by someone else just now.")
+    try:
+        (start or spawn_task)(new, user)
+    except (ValidationError, PermissionDenied):
+        if Task.objects.filter(pk=new.pk, status=Task.Status.PENDING).delete()[0]:
+            # Never started: as if it had not been asked (the old run may be run again).
+            Task.objects.filter(pk=task.pk).update(rerun_as=None)
+        raise
+    new.refresh_from_db()
+    return new
 
 
 def _finish(task: Task, status: str, **fields) -> bool:
     """Mark an active task ended; False if it had already ended (someone else saw it first)."""
     fields.setdefault("ended_at", timezone.now())
     done = Task.objects.filter(pk=task.pk, status__in=Task.ACTIVE).update(status=status, **fields)
+    if done and not task.job.tasks.exclude(status__in=Task.ENDED).exists():
+        # The job's last task ended: its owner is told by a worker (webhooks may be slow).
+        lease.enqueue("notifications", "jobs.tasks.tell_job_ended", task.job_id, save=False)
     return done == 1
 
 
@@ -295,11 +324,8 @@ def check_may_stop(user, task: Task) -> None:
         raise PermissionDenied("Only the job's owner or an admin can stop its tasks.")
 
 
-def signal_task(task: Task, user, action: str, kill_after: float | None = None) -> Task:
-    """Send SIGINT/SIGTERM/SIGKILL (action interrupt/terminate/kill) to the task's processes.
-
-    ``kill_after``: seconds after which the workers send SIGKILL if it still runs.
-    """
+def check_signal(task: Task, user, action: str) -> None:
+    """Whether ``user`` may send the signal of ``action`` to the task now (host not asked)."""
     if action not in SIGNALS:
         raise ValidationError(f"Unknown action {action!r}: use one of {', '.join(SIGNALS)}.")
     check_may_stop(user, task)
@@ -307,6 +333,14 @@ def signal_task(task: Task, user, action: str, kill_after: float | None = None) 
         raise ValidationError(
             f"Task {task.pk} is {task.get_status_display().lower()}: nothing to stop."
         )
+
+
+def signal_task(task: Task, user, action: str, kill_after: float | None = None) -> Task:
+    """Send SIGINT/SIGTERM/SIGKILL (action interrupt/terminate/kill) to the task's processes.
+
+    ``kill_after``: seconds after which the workers send SIGKILL if it still runs.
+    """
+    check_signal(task, user, action)
     try:
         remote.send_signal(task.host, task.unix_username, SIGNALS[action], [task.pid])
     except remote.RemoteError as exc:
@@ -430,23 +464,13 @@ def tasks_to_sync(host_ids=None):
     return list(tasks.select_related("host"))
 
 
-# --- logs ----------------------------------------------------------------------------------
-
-
-def read_log(task: Task, offset: int = 0, limit: int | None = None) -> dict:
-    """A piece of the task's log: {"size", "offset", "next_offset", "text"}."""
-    if not task.log_path:
-        raise ValidationError("The task has not started: it has no log yet.")
-    limit = limit or settings.JOBS_LOG_CHUNK_BYTES
-    try:
-        size, text = remote.read_log(task.host, task.unix_username, task.log_path, offset, limit)
-    except remote.RemoteError as exc:
-        raise ValidationError(str(exc)) from None
-    offset = min(max(offset, 0), size)
-    return {"size": size, "offset": offset, "next_offset": min(size, offset + limit), "text": text}
-
-
 # --- group actions -------------------------------------------------------------------------
+
+
+def _applies(task: Task, action: str) -> bool:
+    if action == "spawn":
+        return task.status == Task.Status.PENDING or task.may_rerun
+    return task.status in (Task.Status.RUNNING, Task.Status.STOPPING)
 
 
 def error_text(exc) -> str:
@@ -458,32 +482,31 @@ ACTIONS = ("spawn", "interrupt", "terminate", "kill", "stop")
 
 
 def act(task: Task, user, action: str) -> Task:
-    """One action on one task, by ``user`` (spawn runs as the owner, whoever asks)."""
+    """One action on one task, by ``user`` (spawn runs as the owner, whoever asks; spawning
+    a task that failed or was stopped runs it again as a new task)."""
     if action == "spawn":
-        return spawn_task(task, user)
+        return rerun_task(task, user) if task.status in Task.ENDED else spawn_task(task, user)
     if action == "stop":
         return stop_task(task, user)
     return signal_task(task, user, action)
 
 
-def act_on(tasks, user, action: str) -> list[tuple[Task, str]]:
+def act_on(tasks, user, action: str, do=None) -> list[tuple[Task, str]]:
     """The action on each task that it applies to; (task, "" or why not) per task.
 
     Tasks in a state the action does not apply to (e.g. "kill" on a finished task) are
-    skipped silently: a group action means "those of these that can".
+    skipped silently: a group action means "those of these that can". ``do(task, user,
+    action)`` carries it out (default ``act``: here and now).
     """
     if action not in ACTIONS:
         raise ValidationError(f"Unknown action {action!r}: use one of {', '.join(ACTIONS)}.")
-    wanted = (
-        {Task.Status.PENDING} if action == "spawn" else {Task.Status.RUNNING, Task.Status.STOPPING}
-    )
     results = []
     for task in tasks:
-        if task.status not in wanted:
+        if not _applies(task, action):
             continue
         try:
-            act(task, user, action)
-            results.append((task, ""))
+            # The task acted on: for a task run again, its new run.
+            results.append(((do or act)(task, user, action), ""))
         except (ValidationError, PermissionDenied) as exc:
             results.append((task, error_text(exc)))
     return results

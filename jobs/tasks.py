@@ -9,14 +9,17 @@ import logging
 import os
 import socket
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Q
+from django.urls import reverse
 from django.utils import timezone
 
 from monitoring import lease
+from notifications.send import notify
 
-from . import services
-from .models import Task
+from . import actions, services
+from .models import Job, Task
 
 log = logging.getLogger(__name__)
 SYNC_ACTIVITY = "jobs-sync"
@@ -46,7 +49,17 @@ def sync_running(host_ids=None) -> str:
         return f"sync failed: {exc}"
     summary = f"{len(tasks)} active tasks checked, {ended} ended{settled}"
     lease.record_success(SYNC_ACTIVITY, summary)
-    return summary
+    return f"{summary}; {fetch_logs(host_ids)}"
+
+
+def fetch_logs(host_ids=None) -> str:
+    """The logs' new parts, after the sync (so a task seen ended has its whole log)."""
+    try:
+        return actions.fetch_logs(host_ids)
+    except Exception as exc:  # recorded where admins look; the next round tries again
+        log.exception("fetching logs failed")
+        lease.record_failure(actions.LOGS_ACTIVITY, exc)
+        return f"fetching logs failed: {exc}"
 
 
 def recover_starts(host_ids=None) -> str:
@@ -133,4 +146,24 @@ def _kill_after_grace(task: Task) -> None:
 def pending_sync_wanted(host_ids) -> bool:
     """Whether a cycle over these hosts needs the workers at all (cheap queries only)."""
     active = Q(status__in=Task.ACTIVE, host_id__in=host_ids)  # "starting": maybe interrupted
-    return Task.objects.filter(active).exists() or has_due_work()
+    return Task.objects.filter(active).exists() or has_due_work() or actions.logs_wanted(host_ids)
+
+
+def tell_job_ended(job_id: int) -> int:
+    """Tell the owner that a job ended, with each task's outcome (once per job)."""
+    job = Job.objects.select_related("owner").get(pk=job_id)
+    tasks = list(job.tasks.select_related("host"))
+    if any(t.status not in Task.ENDED for t in tasks):
+        return 0  # a task was added or restarted meanwhile: not over
+    lines = [f"task {t.pk} on {t.host}: {outcome(t)}" for t in tasks]
+    link = settings.PUBLIC_URL.rstrip("/") + reverse("job-detail", args=[job.pk])
+    subject = f"Your job '{job.name}' ended: {job.status}"
+    return notify(job.owner, "job_ended", f"job-{job.pk}-ended", subject, "\n".join(lines), link)
+
+
+def outcome(task: Task) -> str:
+    if task.status == Task.Status.EXITED:
+        return f"exit code {task.exit_code}"
+    if task.status == Task.Status.KILLED:
+        return "stopped" + (f" (exit code {task.exit_code})" if task.exit_code is not None else "")
+    return f"failed: {task.error or 'no exit code'}"

@@ -7,15 +7,17 @@ variables are never put into shell text at all: they travel as ``NAME=value`` ar
 ``env``.
 """
 
-import itertools
+import math
 import random
 import re
 import shlex
 import string
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 
-NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# \Z, not $: "$" also matches before a final newline, so "lr\n" would pass as a name.
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _formatter = string.Formatter()
 
 
@@ -112,6 +114,9 @@ class _ShellText:
 
 def render(template: str, values: dict) -> str:
     """The template with each field replaced by its value, shell-quoted."""
+    for name in values:
+        if not NAME.match(str(name)):
+            raise ValidationError(f"{name!r} is not a valid parameter name.")
     missing = [n for n in fields_of(template) if n not in values]
     if missing:
         raise ValidationError(f"No value for {', '.join('{' + n + '}' for n in missing)}.")
@@ -146,8 +151,32 @@ def grid(values: dict[str, list], samples: int | None = None, seed: int | None =
     """One dict per combination of the value lists: all of them, or ``samples`` at random.
 
     Random samples are drawn without repetition with ``random.Random(seed)``, so the same
-    seed gives the same tasks.
+    seed gives the same tasks. The combinations are counted, never built: a sample is drawn
+    from their numbers (a 10^8-combination grid costs no more than a small one), and a
+    grid with more tasks than ``JOBS_MAX_TASKS`` is refused before anything is made.
     """
+    check_grid(values)
+    names = list(values)
+    total = math.prod(len(options) for options in values.values())
+    if samples is not None and samples < 1:
+        raise ValidationError("The number of samples must be at least 1.")
+    wanted = total if samples is None else min(samples, total)
+    limit = settings.JOBS_MAX_TASKS
+    if wanted > limit:
+        raise ValidationError(
+            f"The grid makes {wanted} tasks; at most {limit} are allowed in one job "
+            "(ask for fewer with samples)."
+        )
+    if samples is None:
+        numbers = range(total)
+    else:
+        # sample() picks by position alone, so this draws what sampling the list of all
+        # combinations with the same seed drew.
+        numbers = random.Random(seed).sample(range(total), wanted)  # noqa: S311
+    return [dict(zip(names, _combination(values, n), strict=True)) for n in numbers]
+
+
+def check_grid(values: dict[str, list]) -> None:
     if not values:
         raise ValidationError("A grid needs at least one parameter with values.")
     for name, options in values.items():
@@ -155,13 +184,15 @@ def grid(values: dict[str, list], samples: int | None = None, seed: int | None =
             raise ValidationError(f"{name!r} is not a valid parameter name.")
         if not isinstance(options, list) or not options:
             raise ValidationError(f"Parameter {name!r} needs a non-empty list of values.")
-    names = list(values)
-    combos = [dict(zip(names, c, strict=True)) for c in itertools.product(*values.values())]
-    if samples is None:
-        return combos
-    if samples < 1:
-        raise ValidationError("The number of samples must be at least 1.")
-    return random.Random(seed).sample(combos, min(samples, len(combos)))  # noqa: S311
+
+
+def _combination(values: dict[str, list], number: int) -> list:
+    """The combination at position ``number`` of itertools.product(*values.values())."""
+    picked = []
+    for options in reversed(list(values.values())):
+        number, index = divmod(number, len(options))
+        picked.append(options[index])
+    return picked[::-1]
 
 
 def parse_value_lists(text: str) -> dict[str, list[str]]:

@@ -14,6 +14,7 @@ urlpatterns = [
     path("<int:pk>/", views.job_detail, name="job-detail"),
     path("<int:pk>/action", views.job_action, name="job-action"),
     path("<int:pk>/duplicate", views.job_duplicate, name="job-duplicate"),
+    path("<int:pk>/states.json", views.job_states, name="job-states"),
     path("tasks/<int:pk>/log/", views.task_log, name="task-log"),
     path("tasks/<int:pk>/log.json", views.task_log_piece, name="task-log-piece"),
     path("tasks/<int:pk>/log.txt", views.task_log_download, name="task-log-download"),

@@ -1,9 +1,9 @@
 """Job pages: list, create (task rows, grid, distributed template), detail, actions, logs.
 
-Pages that show (GET) read the database only; the status of running tasks comes from the
-workers' sync. The host is reached only on request: the live log view and the download (one
-short SSH command per poll), the actions (start, stop, signals), and creating a distributed
-job (its hosts report free ports).
+Pages never reach a host (hiveproject/middleware.py): they read the database, which the
+workers keep up to date. Actions (start, stop, signals) are checked and handed to the
+workers (jobs/actions.py), and the page follows the tasks' states live; logs are served as
+the workers last fetched them; a distributed job's free ports are asked of the workers.
 """
 
 from django.contrib import messages
@@ -17,10 +17,10 @@ from django.views.decorators.http import require_POST
 from accesscontrol.permissions import restrict
 from hiveproject.ids import MAX_ID
 
-from . import distributed, services, templating
+from . import actions, distributed, services, templating
 from .api import attach_hint, is_whole_number, log_download
 from .forms import DistributedForm, GridForm, JobForm, TaskRowFormSet
-from .models import Job, Task
+from .models import Job, Task, TaskLog
 
 
 def visible_jobs(user):
@@ -125,11 +125,13 @@ def job_detail(request, pk):
     # The tasks visible_jobs prefetches serve both the rows and the job's derived status.
     job = get_object_or_404(visible_jobs(request.user).prefetch_related("tasks__devices"), pk=pk)
     tasks = list(job.tasks.all())
+    pending = actions.open_actions([t.pk for t in tasks])
     rows = [
         {
             "task": t,
             "command_line": templating.command_line(services.task_env(t), t.command),
             "attach": attach_hint(t),
+            "pending": pending.get(t.pk),
         }
         for t in tasks
     ]
@@ -167,7 +169,7 @@ def jobs_action(request):
 
 def _report(request, tasks, action) -> None:
     try:
-        results = services.act_on(tasks, request.user, action)
+        results = actions.request_all(tasks, request.user, action)
     except ValidationError as exc:
         messages.error(request, services.error_text(exc))
         return
@@ -175,7 +177,35 @@ def _report(request, tasks, action) -> None:
     for task, error in results:
         if error:
             messages.error(request, f"Task {task.pk}: {error}")
-    messages.info(request, f"{action}: {len(done)} of {len(results)} tasks it applies to.")
+    messages.info(
+        request,
+        f"{action}: {len(done)} of {len(results)} tasks it applies to, handed to the "
+        "background workers; the states below follow as they carry it out.",
+    )
+
+
+def task_state(task: Task, pending: str | None) -> dict:
+    """What the job page shows of a task and updates live."""
+    return {
+        "id": task.pk,
+        "status": task.status,
+        "status_display": task.get_status_display(),
+        "pending_action": pending,
+        "error": task.error,
+        "exit_code": task.exit_code,
+        "has_log": bool(task.log_path),
+    }
+
+
+@login_required
+def job_states(request, pk):
+    """The tasks' states, polled by the job page while actions are under way."""
+    job = get_object_or_404(visible_jobs(request.user), pk=pk)
+    tasks = list(job.tasks.all())
+    pending = actions.open_actions([t.pk for t in tasks])
+    return JsonResponse(
+        {"status": job.status, "tasks": [task_state(t, pending.get(t.pk)) for t in tasks]}
+    )
 
 
 @login_required
@@ -205,10 +235,13 @@ def task_log_piece(request, pk):
     if not is_whole_number(offset):
         return JsonResponse({"detail": "offset must be a whole number of bytes."}, status=400)
     try:
-        piece = services.read_log(task, int(offset))
+        piece = actions.log_piece(task, int(offset))
     except ValidationError as exc:
         return JsonResponse({"detail": services.error_text(exc)}, status=400)
-    return JsonResponse({**piece, "status": task.status, "exit_code": task.exit_code})
+    complete = TaskLog.objects.filter(task=task, complete=True).exists()
+    return JsonResponse(
+        {**piece, "status": task.status, "exit_code": task.exit_code, "complete": complete}
+    )
 
 
 @login_required

@@ -3,7 +3,7 @@ from django.db.models import Count, Q
 from django.utils.html import format_html
 
 from . import lease
-from .models import Activity, Device, Host
+from .models import Activity, Device, Host, WorkerCluster
 
 PROBE_NOW_ACTIVITY = "probe-now"
 
@@ -116,4 +116,28 @@ class ActivityAdmin(admin.ModelAdmin):
         return f"{activity.last_error_at:%Y-%m-%d %H:%M:%S}: {activity.last_error[:80]}"
 
     def has_add_permission(self, request):
+        return False
+
+
+@admin.register(WorkerCluster)
+class WorkerClusterAdmin(admin.ModelAdmin):
+    """Supervised worker clusters: their heartbeat, and each restart of a stalled one."""
+
+    list_display = [
+        "name",
+        "started_at",
+        "last_check_at",
+        "last_task_at",
+        "tasks_done",
+        "restarts",
+        "last_restart_at",
+        "last_restart_reason",
+        "stopped_at",
+    ]
+    readonly_fields = list_display
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
         return False

@@ -12,6 +12,9 @@ from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from hiveproject.pagination import LinkHeaderPagination, paged
+from hiveproject.renderers import iso_time
+
 from .history import DISK_FIELDS, GPU_FIELDS, HOST_FIELDS, retention_limits
 from .models import Device, DiskMetric, GpuMetric, Host, HostMetric, Resolution
 from .visibility import process_visibility, visible_processes
@@ -200,6 +203,9 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = Device.objects.select_related("host")
     serializer_class = DeviceSerializer
 
+    def list(self, request, *args, **kwargs):
+        return Response(device_rows(self.filter_queryset(self.get_queryset())))
+
     @extend_schema(parameters=[RangeSerializer], responses=DeviceHistorySerializer)
     @action(detail=True)
     def history(self, request, pk=None):
@@ -213,6 +219,7 @@ class ProcessViewSet(viewsets.ViewSet):
     """GPU processes seen by the last probe of each up host; filter with ?host= and ?user=."""
 
     serializer_class = ProcessSerializer
+    pagination_class = LinkHeaderPagination
 
     @extend_schema(
         parameters=[
@@ -229,7 +236,7 @@ class ProcessViewSet(viewsets.ViewSet):
         rows = [
             row for host in hosts for row in visible_processes(visibility, host, process_rows(host))
         ]
-        return Response([row for row in rows if not user or row["user"] == user])
+        return paged(request, self, [row for row in rows if not user or row["user"] == user])
 
 
 def process_rows(host: Host) -> list[dict]:
@@ -246,3 +253,43 @@ def process_rows(host: Host) -> list[dict]:
             }
         )
     return rows
+
+
+def device_rows(queryset) -> list[dict]:
+    """The GPUs of queryset (possibly a page) as DeviceSerializer writes them, read with
+    values(): each host's snapshot is read once, not once per GPU, and no model instance or
+    serializer field is made per row."""
+    fields = ["id", "host_id", "host__name", "index", "uuid", "name", "memory_total_mib"]
+    rows = list(queryset.values(*fields, "status", "first_seen", "last_seen"))
+    latest = _latest_by_host({row["host_id"] for row in rows})
+    zone = timezone.get_current_timezone()
+    return [
+        {
+            "id": row["id"],
+            "host": row["host__name"],
+            **{field: row[field] for field in fields[3:]},
+            "status": row["status"],
+            "first_seen": iso_time(row["first_seen"], zone),
+            "last_seen": iso_time(row["last_seen"], zone),
+            "latest": _device_latest(row, latest),
+        }
+        for row in rows
+    ]
+
+
+def _latest_by_host(host_ids) -> dict[int, dict]:
+    """{host id: {GPU uuid: its metrics}} from the last probe of each host that is up."""
+    hosts = Host.objects.filter(pk__in=host_ids, status=Host.Status.UP)
+    latest = {}
+    for host_id, snapshot in hosts.values_list("pk", "last_snapshot"):
+        gpus = (snapshot or {}).get("gpus") or []
+        latest[host_id] = {}
+        for gpu in gpus:  # the first of a repeated uuid, as get_latest finds it
+            latest[host_id].setdefault(gpu.get("uuid"), {f: gpu.get(f) for f in GPU_FIELDS})
+    return latest
+
+
+def _device_latest(row: dict, latest: dict) -> dict | None:
+    if row["status"] != Device.Status.PRESENT:
+        return None
+    return latest.get(row["host_id"], {}).get(row["uuid"])

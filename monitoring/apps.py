@@ -6,4 +6,7 @@ class MonitoringConfig(AppConfig):
     name = "monitoring"
 
     def ready(self):
-        from . import checks  # noqa: F401  (registers the settings checks)
+        from . import (
+            checks,  # noqa: F401  (registers the settings checks)
+            supervisor,  # noqa: F401  (the workers' notes for their supervisor)
+        )

@@ -30,6 +30,7 @@ class _Entry:
     failures: int = 0
     retry_at: float = 0.0
     last_error: Exception | None = None
+    last_used: float = 0.0
 
 
 def _signature(host: Host, host_key: str | None = None) -> tuple:
@@ -70,6 +71,7 @@ class ConnectionPool:
         self._lock = threading.Lock()
 
     def _entry(self, host: Host) -> _Entry:
+        self.close_idle()
         with self._lock:
             entry = self._entries.get(host.pk)
             if entry is None or entry.signature != _signature(host):
@@ -77,17 +79,39 @@ class ConnectionPool:
                     entry.transport.close()
                 entry = _Entry(_signature(host), _make_transport(host))
                 self._entries[host.pk] = entry
+            entry.last_used = time.monotonic()
             return entry
+
+    def close_idle(self) -> int:
+        """Close connections unused for SSH_IDLE_SECONDS (a host's sshd keeps a session
+        and a process per connection); the next call opens a fresh one. Returns how many."""
+        cutoff = time.monotonic() - settings.SSH_IDLE_SECONDS
+        with self._lock:
+            idle = [pk for pk, e in self._entries.items() if e.last_used < cutoff]
+            for pk in idle:
+                self._entries.pop(pk).transport.close()
+        return len(idle)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def run(self, host: Host, argv, timeout=None, stdin=None, force=False) -> CommandResult:
         """Run argv on host. ``force`` skips the backoff pause (e.g. "probe now")."""
+        timeout = timeout or settings.SSH_COMMAND_TIMEOUT
+        return self._call(host, force, lambda t: t.run(argv, timeout=timeout, stdin=stdin))
+
+    def start(self, host: Host, argv):
+        """Start a long-running command on an SSH host; returns its paramiko channel."""
+        return self._call(host, False, lambda t: t.start(argv))
+
+    def _call(self, host: Host, force: bool, action):
+        """action(transport), with the pauses after failures to log in."""
         entry = self._entry(host)
         if not force and entry.last_error is not None and time.monotonic() < entry.retry_at:
             wait = entry.retry_at - time.monotonic()
             raise type(entry.last_error)(f"{entry.last_error} (next attempt in {wait:.0f}s)")
-        timeout = timeout or settings.SSH_COMMAND_TIMEOUT
         try:
-            result = entry.transport.run(argv, timeout=timeout, stdin=stdin)
+            result = action(entry.transport)
         except CONNECT_ERRORS as exc:
             entry.failures += 1
             entry.last_error = exc
@@ -95,6 +119,11 @@ class ConnectionPool:
             raise
         entry.failures, entry.last_error = 0, None
         return result
+
+    def same_connection(self, host: Host) -> bool:
+        """Whether host's connection is still the one for its current settings."""
+        entry = self._entries.get(host.pk)
+        return entry is not None and entry.signature == _signature(host)
 
     def take_first_contact_key(self, host: Host) -> HostKey | None:
         """The host key accepted at first contact since the last call, if any.

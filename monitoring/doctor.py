@@ -15,13 +15,18 @@ class Check:
     ok: bool
     detail: str
     fix: str = ""
+    # A finding that does not stop the host from working (e.g. no GPU: monitored CPU-only).
+    warning: bool = False
 
 
 # Constant script; the tool name arrives as "$1".
 _HAS_TOOL = 'command -v "$1"'
 
+# A host without nvidia-smi is a CPU-only host: monitored (CPU, RAM, disks) and usable for
+# jobs without GPUs, so its absence is a warning, not a failure.
+OPTIONAL = {"nvidia-smi": "no NVIDIA driver: monitored as a CPU-only host"}
 TOOLS = {
-    "nvidia-smi": "install the NVIDIA driver (without it the host is monitored as CPU-only)",
+    "nvidia-smi": "install the NVIDIA driver, if the host has NVIDIA GPUs",
     "screen": "install GNU screen (e.g. `apt-get install screen`): jobs run inside it",
     "ps": "install procps (e.g. `apt-get install procps`)",
     "timeout": "install coreutils",
@@ -39,7 +44,17 @@ def check_host(host: Host) -> list[Check]:
             record_host_key(host, new_key)
         checks.append(Check("host key", True, f"{host.host_key_type} {host.host_key_fingerprint}"))
     checks += [_check_tool(host, tool, fix) for tool, fix in TOOLS.items()]
+    for check in checks:
+        if not check.ok and check.name in OPTIONAL:
+            check.warning, check.detail = True, OPTIONAL[check.name]
     return checks
+
+
+def where(host: Host) -> str:
+    """How the service reaches the host, as people read it."""
+    if host.is_local:
+        return "this machine, without SSH"
+    return f"{host.username}@{host.address}:{host.port}"
 
 
 def _check_login(host: Host) -> Check:
@@ -57,6 +72,8 @@ def _check_login(host: Host) -> Check:
         )
     except TransportError as exc:
         return Check("login", False, str(exc), "check the address, port and that sshd runs")
+    if host.is_local:
+        return Check("commands", True, f"run here as {result.stdout.strip()}")
     return Check("login", True, f"logged in as {result.stdout.strip()}")
 
 

@@ -16,6 +16,7 @@ from django.db.models import Avg, Max, Min
 from django.db.models.functions import TruncHour, TruncMinute
 from django.utils import timezone
 
+from .bulk import insert_many
 from .lease import record_failure, record_success
 from .models import Device, DiskMetric, GpuMetric, Host, HostMetric, Resolution
 from .probes import ProbeResult
@@ -55,9 +56,9 @@ def store_samples(probed: list[tuple[Host, ProbeResult]], now: datetime) -> int:
             device_id = devices.get((host.pk, gpu.uuid))
             if device_id is not None:
                 gpu_rows.append(_gpu_row(device_id, gpu, now))
-    HostMetric.objects.bulk_create(host_rows, batch_size=500)
-    GpuMetric.objects.bulk_create(gpu_rows, batch_size=500)
-    DiskMetric.objects.bulk_create(disk_rows, batch_size=500)
+    insert_many(HostMetric, host_rows)
+    insert_many(GpuMetric, gpu_rows)
+    insert_many(DiskMetric, disk_rows)
     return len(host_rows) + len(gpu_rows) + len(disk_rows)
 
 

@@ -3,6 +3,7 @@
 from django.db import transaction
 from django.utils import timezone
 
+from .bulk import update_many
 from .models import Device, Host
 from .probes import ProbeResult, probe_host
 from .transport import HostKey
@@ -14,6 +15,18 @@ def probe_and_record(host: Host, force: bool = False) -> ProbeResult:
     return result
 
 
+# The host's fields a probe writes.
+PROBE_FIELDS = [
+    "status",
+    "last_probe_at",
+    "last_error",
+    "last_snapshot",
+    "last_seen",
+    "last_probe_seconds",
+    "hardware",
+]
+
+
 @transaction.atomic
 def record_probe(host: Host, result: ProbeResult, seconds: float | None = None) -> None:
     """Store the probe on the host and sync its GPUs (only when nvidia-smi answered).
@@ -21,6 +34,16 @@ def record_probe(host: Host, result: ProbeResult, seconds: float | None = None) 
     ``seconds`` is how long the probe took (the loop measures it for /metrics).
     """
     now = timezone.now()
+    apply_probe(host, result, seconds, now)
+    if result.new_host_key:
+        record_host_key(host, result.new_host_key)
+    host.save(update_fields=PROBE_FIELDS)
+    if result.gpus is not None:
+        sync_devices(host, result, now)
+
+
+def apply_probe(host: Host, result: ProbeResult, seconds: float | None, now) -> None:
+    """Set the probe's fields on the host (not saved)."""
     host.last_probe_seconds = seconds
     host.status = result.status
     host.last_probe_at = now
@@ -29,21 +52,55 @@ def record_probe(host: Host, result: ProbeResult, seconds: float | None = None) 
     if result.reachable:
         host.last_seen = now
         host.hardware = hardware_facts(result, host.hardware or {}, now)
-    if result.new_host_key:
-        record_host_key(host, result.new_host_key)
-    host.save(
-        update_fields=[
-            "status",
-            "last_probe_at",
-            "last_error",
-            "last_snapshot",
-            "last_seen",
-            "last_probe_seconds",
-            "hardware",
-        ]
-    )
-    if result.gpus is not None:
-        sync_devices(host, result, now)
+
+
+def record_steady_probes(probed: list[tuple[Host, ProbeResult, float]], now) -> list:
+    """Store a cycle's probes in bulk where nothing but the readings changed; returns the
+    others (a new status, host key or inventory), for record_probe to store one by one.
+
+    Most cycles change nothing but the readings: their hosts are written in one bulk
+    update and their GPUs' last_seen in one UPDATE, instead of a save per host and per GPU
+    (which cost more than everything else the loop does per host). A change of status goes
+    through save() so that receivers of Host's signals (the audit log) see it.
+    """
+    devices = _devices_by_host([host.pk for host, _, _ in probed])
+    steady, changed = [], []
+    for host, result, seconds in probed:
+        if _is_steady(host, result, devices.get(host.pk, [])):
+            apply_probe(host, result, seconds, now)
+            steady.append((host, result))
+        else:
+            changed.append((host, result, seconds))
+    update_many([host for host, _ in steady], PROBE_FIELDS)
+    seen = [host.pk for host, result in steady if result.gpus]
+    Device.objects.filter(host_id__in=seen, status=Device.Status.PRESENT).update(last_seen=now)
+    return changed
+
+
+def _devices_by_host(host_ids: list[int]) -> dict[int, list[Device]]:
+    devices = {}
+    for device in Device.objects.filter(host_id__in=host_ids).order_by():
+        devices.setdefault(device.host_id, []).append(device)
+    return devices
+
+
+def _is_steady(host: Host, result: ProbeResult, devices: list[Device]) -> bool:
+    if result.new_host_key or result.status != host.status:
+        return False
+    return result.gpus is None or _same_gpus(result.gpus, devices)
+
+
+def _same_gpus(gpus, devices: list[Device]) -> bool:
+    """Whether sync_devices would change nothing but last_seen."""
+    present = {d.uuid: d for d in devices if d.status == Device.Status.PRESENT}
+    if len(gpus) != len(present) or {gpu.uuid for gpu in gpus} != present.keys():
+        return False
+    for gpu in gpus:
+        device = present[gpu.uuid]
+        memory = gpu.memory_total_mib or device.memory_total_mib
+        if (gpu.index, gpu.name, memory) != (device.index, device.name, device.memory_total_mib):
+            return False
+    return True
 
 
 def hardware_facts(result: ProbeResult, known: dict, now) -> dict:

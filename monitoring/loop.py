@@ -9,9 +9,12 @@ after ``MONITORING_LEASE_SECONDS`` and the next run takes over. A run that finds
 held by a live loop returns at once, so at most one worker is busy probing.
 """
 
+import contextlib
 import logging
 import os
+import signal
 import socket
+import threading
 import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -24,9 +27,10 @@ from django.utils import timezone
 from django_q.models import Schedule
 
 from . import history, lease
-from .inventory import record_probe
+from .inventory import record_probe, record_steady_probes
 from .models import Host
-from .probes import ProbeResult, probe_host
+from .probes import ProbeResult, probe_host, wants_versions
+from .sessions import CHANNEL_ERRORS, ProbeSession, Sessions, start_session
 from .signals import cycle_finished
 
 log = logging.getLogger(__name__)
@@ -57,10 +61,44 @@ def loop_seconds() -> float:
 def run_probe_loop(run_for: float | None = None, handoff: bool = True) -> str:
     """The scheduled task. Loops while it holds the lease, then hands over to a successor."""
     loop = ProbeLoop()
-    summary = loop.run(run_for or loop_seconds())
+    with _stopping_on_sigint(loop):
+        summary = loop.run(run_for or loop_seconds())
     if handoff and loop.completed:  # if the broker cannot take it, the schedule takes over
         lease.enqueue(LOOP_ACTIVITY, "monitoring.loop.run_probe_loop")
     return summary
+
+
+@contextlib.contextmanager
+def _stopping_on_sigint(loop: "ProbeLoop"):
+    """In a django-q2 worker (which ignores SIGINT) a SIGINT to the cluster's process group
+    means "the workers stop": end the loop after its cycle and free the lease, instead of
+    keeping the cluster's stop waiting for the rest of MONITORING_LOOP_SECONDS."""
+    in_worker = (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    )
+    if in_worker:
+        signal.signal(signal.SIGINT, lambda *_: loop.stop())
+    try:
+        yield
+    finally:
+        if in_worker:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def probe_once_now() -> str:
+    """One cycle at once, outside the workers (the supervisor does it at start), so that the
+    GPU page has data before a worker has even booted. The lease is held for that cycle only,
+    then the loop task takes it; if another loop holds it, there is data already."""
+    loop = ProbeLoop()
+    if not lease.acquire(LOOP_ACTIVITY, loop.holder, lease_seconds()):
+        return "another loop holds the lease"
+    try:
+        loop.cycle_safely()
+        return f"first cycle done by {loop.holder}"
+    finally:
+        lease.release(LOOP_ACTIVITY, loop.holder)
+        loop.executor.shutdown(wait=False, cancel_futures=True)
 
 
 def ensure_schedules() -> None:
@@ -85,21 +123,29 @@ def ensure_minute_schedules(schedules: dict[str, tuple[str, int]]) -> None:
         )
 
 
-def _timed_probe(host: Host) -> tuple[ProbeResult, float]:
+def _timed_probe(host: Host) -> tuple[ProbeResult, float, ProbeSession | None]:
+    """A probe in a probe thread: a session's start and first sample (SSH hosts), or a
+    one-shot probe (local hosts, or sessions turned off)."""
     started = time.monotonic()
+    session = None
     try:
-        result = probe_host(host)
+        if settings.MONITORING_PROBE_SESSIONS and not host.is_local:
+            result, session = start_session(host)
+        else:
+            result = probe_host(host)
     except Exception as exc:  # a bug in probing must not end the loop; the host shows it
         log.exception("probing %s failed", host.name)
         result = ProbeResult(host.name, False, Host.Status.ERROR, f"probe failed: {exc!r}")
-    return result, time.monotonic() - started
+    return result, time.monotonic() - started, session
 
 
 class ProbeLoop:
     """Probes all enabled hosts concurrently every interval while holding the lease.
 
-    A host whose probe outlasts the interval (dead, hung) stays in flight and is recorded
-    in the cycle in which it finishes; the other hosts are recorded on time meanwhile.
+    Each SSH host answers over its probe session (sessions.py); a host without one gets a
+    probe thread that starts it. A host whose probe outlasts the interval (dead, hung)
+    stays in flight and is recorded in the cycle in which it finishes; the other hosts are
+    recorded on time meanwhile.
     """
 
     def __init__(self, holder: str | None = None):
@@ -108,9 +154,15 @@ class ProbeLoop:
         threads = settings.MONITORING_PROBE_THREADS
         self.executor = ThreadPoolExecutor(threads, thread_name_prefix="probe")
         self.in_flight: dict[int, tuple[Host, Future]] = {}
+        self.sessions = Sessions()
         self.last_sample: dict[int, object] = {}
         self.completed = False
+        self.stopping = False
         self.cycles = 0
+
+    def stop(self) -> None:
+        """Ask the loop to end after the cycle in progress (its workers are stopping)."""
+        self.stopping = True
 
     def run(self, run_for: float) -> str:
         """Loop until run_for seconds passed or the lease is lost; returns a summary."""
@@ -119,7 +171,7 @@ class ProbeLoop:
             return f"another loop ({holder}) holds the lease until {expires:%H:%M:%S}"
         deadline = time.monotonic() + run_for
         try:
-            while time.monotonic() < deadline:
+            while time.monotonic() < deadline and not self.stopping:
                 started = time.monotonic()
                 renewed = self.renew_safely()
                 if renewed is False:
@@ -127,11 +179,16 @@ class ProbeLoop:
                 if renewed:
                     self.cycle_safely()
                 time.sleep(max(0.0, self.interval - (time.monotonic() - started)))
-            self.completed = True
-            return f"{self.cycles} cycles"
+            self.completed = not self.stopping
+            return f"{self.cycles} cycles" + (" (stopped)" if self.stopping else "")
         finally:
             lease.release(LOOP_ACTIVITY, self.holder)
-            self.executor.shutdown(wait=False, cancel_futures=True)
+            self.close()
+
+    def close(self) -> None:
+        """End the remote probe loops and the probe threads (connections stay pooled)."""
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.sessions.close()
 
     def renew_safely(self) -> bool | None:
         """True: still ours; False: another loop took over; None: the database did not
@@ -160,8 +217,12 @@ class ProbeLoop:
         started = time.monotonic()
         self.start_probes()
         # Wait for stragglers until shortly before the next cycle is due, not longer.
-        wait([f for _, f in self.in_flight.values()], timeout=0.8 * self.interval)
-        finished = self.take_finished()
+        deadline = started + 0.8 * self.interval
+        answers, ended = self.sessions.collect(deadline)
+        for host in ended:  # the remote loop or the connection ended: start again
+            self.start_thread(host)
+        wait([f for _, f in self.in_flight.values()], timeout=max(0, deadline - time.monotonic()))
+        finished = self.take_finished(answers)
         now = timezone.now()
         self.store(finished, now)
         host_ids = [host.pk for host, _, _ in finished]
@@ -171,22 +232,43 @@ class ProbeLoop:
         return host_ids
 
     def start_probes(self) -> None:
-        for host in Host.objects.filter(enabled=True):
-            if host.pk not in self.in_flight:
-                self.in_flight[host.pk] = (host, self.executor.submit(_timed_probe, host))
+        """Ask every enabled host's session for a sample; start the missing sessions."""
+        for host in Host.objects.filter(enabled=True).defer("last_snapshot"):
+            if host.pk in self.in_flight:
+                continue
+            session = self.sessions.usable(host)
+            if session is None:
+                self.start_thread(host)
+            elif session.asked_at is None:
+                self.ask(session, host)
 
-    def take_finished(self) -> list[tuple[Host, ProbeResult, float]]:
+    def ask(self, session: ProbeSession, host: Host) -> None:
+        try:
+            session.ask(host, wants_versions(host))
+        except CHANNEL_ERRORS:  # the connection went: start again
+            self.sessions.discard(host.pk)
+            self.start_thread(host)
+
+    def start_thread(self, host: Host) -> None:
+        self.in_flight[host.pk] = (host, self.executor.submit(_timed_probe, host))
+
+    def take_finished(self, answers) -> list[tuple[Host, ProbeResult, float]]:
+        """The answered sessions, the finished probe threads, and the overdue sessions."""
+        finished = [(s.host, s.result(text), s.seconds) for s, text in answers]
         done = [pk for pk, (_, future) in self.in_flight.items() if future.done()]
-        finished = []
         for pk in done:
             host, future = self.in_flight.pop(pk)
-            finished.append((host, *future.result()))
+            result, seconds, session = future.result()
+            if session is not None:
+                self.sessions.add(session)
+            finished.append((host, result, seconds))
+        finished += [(host, result, None) for host, result in self.sessions.overdue()]
         return finished
 
     def store(self, finished, now) -> None:
         """Record every finished probe on its host, then the history samples, in one go."""
         with transaction.atomic():
-            for host, result, seconds in finished:
+            for host, result, seconds in record_steady_probes(finished, now):
                 self.record_host(host, result, seconds)
             due = [(host, result) for host, result, _ in finished if self.sample_due(host, now)]
             history.store_samples(due, now)

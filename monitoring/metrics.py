@@ -8,6 +8,7 @@ import hmac
 
 from django.conf import settings
 from django.http import HttpResponse, HttpResponseForbidden
+from django.utils.module_loading import import_string
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -24,6 +25,16 @@ GPU_GAUGES = [
     ("hive_gpu_memory_total_bytes", "GPU memory installed.", "memory_total_mib", MIB),
     ("hive_gpu_temperature_celsius", "GPU temperature.", "temperature_c", 1),
     ("hive_gpu_power_watts", "GPU power draw.", "power_w", 1),
+]
+# The same readings under the DCGM exporter's names and labels, so dashboards made for it
+# work unchanged (FB_USED is MiB and POWER_USAGE W, as DCGM exports them).
+DCGM_LABELS = ["gpu", "UUID", "device", "modelName", "Hostname"]
+DCGM_GAUGES = [
+    ("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", "utilization_gpu"),
+    ("DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", "utilization_memory"),
+    ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", "memory_used_mib"),
+    ("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", "temperature_c"),
+    ("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", "power_w"),
 ]
 HOST_GAUGES = [
     ("hive_host_cpu_utilization_percent", "CPU busy.", "utilization", 1),
@@ -91,6 +102,12 @@ class SnapshotCollector:
                 if gpu.get(field) is not None:
                     gauge.add_metric(_gpu_labels(host.name, gpu), gpu[field] * scale)
             yield gauge
+        for name, help_text, field in DCGM_GAUGES:
+            gauge = GaugeMetricFamily(name, help_text, labels=DCGM_LABELS)
+            for host, gpu in live:
+                if gpu.get(field) is not None:
+                    gauge.add_metric(_dcgm_labels(host.name, gpu), gpu[field])
+            yield gauge
         yield _process_counts(live, [h for h in hosts if h.status == Host.Status.UP])
 
     def gpu_present(self):
@@ -109,6 +126,11 @@ def _gpus(host: Host) -> list[dict]:
 
 def _gpu_labels(host_name: str, gpu: dict) -> list[str]:
     return [host_name, str(gpu.get("index")), gpu.get("uuid", ""), gpu.get("name", "")]
+
+
+def _dcgm_labels(host_name: str, gpu: dict) -> list[str]:
+    index = str(gpu.get("index"))
+    return [index, gpu.get("uuid", ""), f"nvidia{index}", gpu.get("name", ""), host_name]
 
 
 def _process_counts(live, hosts) -> GaugeMetricFamily:
@@ -139,4 +161,7 @@ def metrics(request):
         return HttpResponseForbidden("Send the header 'Authorization: Bearer <METRICS_TOKEN>'.\n")
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector())
+    # Higher apps add theirs through a setting (monitoring imports none of them).
+    for path in settings.METRICS_EXTRA_COLLECTORS:
+        registry.register(import_string(path)())
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

@@ -5,12 +5,13 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.utils import timezone
 
+# \Z, not $: "$" also matches before a final newline, which would then reach SSH and shells.
 address_validator = RegexValidator(
-    r"^[A-Za-z0-9](?:[A-Za-z0-9.:\-]*[A-Za-z0-9])?$",
+    r"^[A-Za-z0-9](?:[A-Za-z0-9.:\-]*[A-Za-z0-9])?\Z",
     "Enter a host name or an IP address (letters, digits, '.', '-', ':').",
 )
 username_validator = RegexValidator(
-    r"^[a-z_][a-z0-9_.\-]*\$?$", "Enter a UNIX user name (lower case, digits, '_', '-', '.')."
+    r"^[a-z_][a-z0-9_.\-]*\$?\Z", "Enter a UNIX user name (lower case, digits, '_', '-', '.')."
 )
 
 
@@ -134,6 +135,31 @@ class Activity(models.Model):
     class Meta:
         verbose_name_plural = "activities"
         ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class WorkerCluster(models.Model):
+    """A django-q2 cluster run under the supervisor (``manage.py workers`` or ``serve``).
+
+    The supervisor writes its heartbeat here every few seconds (tasks its workers finished,
+    the last one's time) and, when it had to restart a stalled cluster, when and why, so that
+    admins see it and ``/healthz`` can tell monitors how old the last finished task is.
+    """
+
+    name = models.CharField(max_length=100, unique=True, help_text="Machine and supervisor pid.")
+    started_at = models.DateTimeField()
+    last_check_at = models.DateTimeField(help_text="The supervisor's last heartbeat.")
+    last_task_at = models.DateTimeField(null=True, blank=True)
+    tasks_done = models.PositiveBigIntegerField(default=0)
+    restarts = models.PositiveIntegerField(default=0)
+    last_restart_at = models.DateTimeField(null=True, blank=True)
+    last_restart_reason = models.TextField(blank=True)
+    stopped_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
 
     def __str__(self):
         return self.name

@@ -7,7 +7,7 @@ cannot report (``[N/A]``, ``[Not Supported]``, ``[Insufficient Permissions]``, .
 """
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 # Order matters: the free-text field (name) goes last so a comma inside it cannot shift
 # the columns before it.
@@ -42,7 +42,7 @@ class GpuSample:
     power_w: float | None
 
     def as_dict(self):
-        return asdict(self)
+        return dict(vars(self))  # flat values: asdict's result, without its deep copy
 
 
 @dataclass
@@ -54,7 +54,7 @@ class GpuProcess:
     memory_mib: int | None
 
     def as_dict(self):
-        return asdict(self)
+        return dict(vars(self))  # flat values: asdict's result, without its deep copy
 
 
 @dataclass
@@ -247,7 +247,7 @@ class DiskUsage:
     used_mib: int
 
     def as_dict(self):
-        return asdict(self)
+        return dict(vars(self))  # flat values: asdict's result, without its deep copy
 
 
 # A line of ``df -P -k``: file system, 1024-blocks, used, available, capacity%, mount point.

@@ -10,20 +10,22 @@ from .connections import pool
 from .models import Host
 from .transport import CommandTimeout, HostKey, TransportError
 
-# A fixed script (no values pasted in: whether to ask for versions arrives as "$1" (1 or 0),
-# the timeout as "$2", the disk paths to measure as the remaining arguments), run as
-# `sh -c SCRIPT probe VERSIONS TIMEOUT PATH...`. One SSH round trip per probe; sections start
-# with "@@". `timeout -k` kills a hung nvidia-smi on the host itself, so no zombie query piles
-# up. Driver and CUDA versions come from `nvidia-smi --version` (drivers since about R525),
-# else from the header of `-q -d COMPUTE` (older drivers refuse --version; the COMPUTE
-# section keeps that report short); being a third nvidia-smi run, only when asked.
-PROBE_SCRIPT = f"""
+# The body of every probe, a shell function run as `sample VERSIONS TIMEOUT PATH...` (no
+# values pasted in: whether to ask for versions arrives as 1 or 0, the timeout and the disk
+# paths to measure as arguments). Sections start with "@@". `timeout -k` kills a hung
+# nvidia-smi on the host itself, so no zombie query piles up. Driver and CUDA versions come
+# from `nvidia-smi --version` (drivers since about R525), else from the header of
+# `-q -d COMPUTE` (older drivers refuse --version; the COMPUTE section keeps that report
+# short); being a third nvidia-smi run, only when asked. CPU utilisation is not measured
+# here: each caller prints two /proc/stat lines as the "@@stat" section.
+SAMPLE_FUNCTION = f"""
+sample() {{
 V="$1"; T="$2"; shift 2
-gq=$(timeout -k 2 "$T" nvidia-smi --query-gpu={",".join(parsers.GPU_QUERY_FIELDS)} \
+gq=$(timeout -k 2 "$T" nvidia-smi --query-gpu={",".join(parsers.GPU_QUERY_FIELDS)} \\
 --format=csv,noheader,nounits 2>&1); grc=$?
 echo "@@gpus $grc"; printf '%s\\n' "$gq"
 if [ "$grc" -eq 0 ]; then
-  aq=$(timeout -k 2 "$T" nvidia-smi --query-compute-apps={",".join(parsers.APP_QUERY_FIELDS)} \
+  aq=$(timeout -k 2 "$T" nvidia-smi --query-compute-apps={",".join(parsers.APP_QUERY_FIELDS)} \\
 --format=csv,noheader,nounits 2>&1); arc=$?
   echo "@@apps $arc"; printf '%s\\n' "$aq"
   pids=$(printf '%s\\n' "$aq" | awk -F', *' '$2 ~ /^[0-9]+$/ {{print $2}}' | paste -sd, -)
@@ -31,11 +33,10 @@ if [ "$grc" -eq 0 ]; then
   if [ -n "$pids" ]; then ps -ww -o pid=,uid=,user:64=,args= -p "$pids"; fi
   if [ "$V" = 1 ]; then
     echo "@@driver"
-    timeout -k 2 "$T" nvidia-smi --version 2>/dev/null || \
+    timeout -k 2 "$T" nvidia-smi --version 2>/dev/null || \\
 timeout -k 2 "$T" nvidia-smi -q -d COMPUTE 2>/dev/null
   fi
 fi
-echo "@@stat"; head -n1 /proc/stat; sleep 0.2; head -n1 /proc/stat
 echo "@@meminfo"; grep -E '^(MemTotal|MemAvailable):' /proc/meminfo
 echo "@@cpuinfo"; grep -c '^processor' /proc/cpuinfo
 grep -m1 -E '^(model name|Hardware|Processor|cpu model)[[:space:]]*:' /proc/cpuinfo
@@ -43,7 +44,40 @@ echo "@@disks"
 for p in "$@"; do
   if [ -e "$p" ]; then printf '%s\\n%s\\n' "$p" "$(df -P -k -- "$p" 2>/dev/null | tail -n 1)"; fi
 done
+}}
 """
+
+# One probe in one round trip, run as `sh -c SCRIPT probe VERSIONS TIMEOUT PATH...`: CPU
+# utilisation over 0.2 s.
+PROBE_SCRIPT = (
+    SAMPLE_FUNCTION
+    + """
+s0=$(head -n1 /proc/stat); sleep 0.2; s1=$(head -n1 /proc/stat)
+sample "$@"
+printf '@@stat\\n%s\\n%s\\n' "$s0" "$s1"
+"""
+)
+
+# A probe session (see sessions.py), run as `sh -c SCRIPT probe-session TIMEOUT PATH...`:
+# it answers each line it reads ("1" asks for versions too) with one sample, written at once
+# (one SSH packet) and closed by SESSION_END. CPU utilisation is measured between two
+# consecutive samples, so no sample sleeps; the first one measures over 0.2 s. It ends when
+# its standard input closes (the service went away). Its errors are dropped, as the one-shot
+# probe's are, so the service never waits on them.
+SESSION_END = "@@end"
+SESSION_SCRIPT = (
+    SAMPLE_FUNCTION
+    + """
+exec 2>/dev/null
+T="$1"; shift
+prev=$(head -n1 /proc/stat); sleep 0.2
+while read -r V; do
+  out=$(sample "$V" "$T" "$@"); now=$(head -n1 /proc/stat)
+  printf '%s\\n@@stat\\n%s\\n%s\\n@@end\\n' "$out" "$prev" "$now"
+  prev=$now
+done
+"""
+)
 
 NVIDIA_SMI_MISSING = "nvidia-smi not found: monitored as a CPU-only host"
 
@@ -95,15 +129,37 @@ def probe_argv(
     return ["sh", "-c", PROBE_SCRIPT, "probe", flag, f"{nvidia_smi_timeout:g}", *paths]
 
 
+def session_argv() -> list[str]:
+    """The probe session as an argv list (see SESSION_SCRIPT)."""
+    timeout = f"{settings.NVIDIA_SMI_TIMEOUT:g}"
+    return ["sh", "-c", SESSION_SCRIPT, "probe-session", timeout, *settings.MONITORING_DISK_PATHS]
+
+
+def probe_timeout() -> float:
+    """How long one probe may take: up to four nvidia-smi calls may each run up to the
+    timeout, plus their kill grace."""
+    return 4 * settings.NVIDIA_SMI_TIMEOUT + 10
+
+
+def wants_versions(host: Host, force: bool = False) -> bool:
+    """Versions change only with a driver upgrade, which reloads the driver (a host down or
+    failing in between): asked when unknown, after any probe that was not UP, and on demand
+    ("probe now"), not every interval."""
+    known = host.hardware or {}
+    return force or not known.get("driver_version") or host.status != Host.Status.UP
+
+
 def probe_host(host: Host, force: bool = False) -> ProbeResult:
     """Probe one host; never raises for host-side problems (they land in the result)."""
-    known = host.hardware or {}
-    # Versions change only with a driver upgrade, which reloads the driver (a host down or
-    # failing in between): asked when unknown, after any probe that was not UP, and on
-    # demand ("probe now"), not every interval.
-    versions = force or not known.get("driver_version") or host.status != Host.Status.UP
-    result = _probe(host, force, versions)
+    versions = wants_versions(host, force)
+    return finish(host, _probe(host, force, versions), versions)
+
+
+def finish(host: Host, result: ProbeResult, versions: bool) -> ProbeResult:
+    """What every probe's result gets, whichever way it came: the known versions when they
+    were not asked for, and the host key accepted at first contact."""
     if not versions:
+        known = host.hardware or {}
         result.driver_version = known.get("driver_version")
         result.cuda_version = known.get("cuda_version")
     result.new_host_key = pool.take_first_contact_key(host)
@@ -111,17 +167,23 @@ def probe_host(host: Host, force: bool = False) -> ProbeResult:
 
 
 def _probe(host: Host, force: bool, versions: bool) -> ProbeResult:
-    smi_timeout = settings.NVIDIA_SMI_TIMEOUT
     try:
-        # Up to four nvidia-smi calls may each run up to the timeout, plus their kill grace.
-        argv = probe_argv(smi_timeout, versions=versions)
-        output = pool.run(host, argv, timeout=4 * smi_timeout + 10, force=force).stdout
+        argv = probe_argv(settings.NVIDIA_SMI_TIMEOUT, versions=versions)
+        output = pool.run(host, argv, timeout=probe_timeout(), force=force).stdout
     except CommandTimeout as exc:
-        return ProbeResult(host.name, True, Host.Status.ERROR, f"probe timed out: {exc}")
+        return timed_out(host, str(exc))
     except TransportError as exc:
         return ProbeResult(host.name, False, exc.status, str(exc))
+    return interpret(host, output)
+
+
+def timed_out(host: Host, reason: str) -> ProbeResult:
+    return ProbeResult(host.name, True, Host.Status.ERROR, f"probe timed out: {reason}")
+
+
+def interpret(host: Host, output: str) -> ProbeResult:
     try:
-        return _interpret(host.name, _sections(output), smi_timeout)
+        return _interpret(host.name, _sections(output), settings.NVIDIA_SMI_TIMEOUT)
     except parsers.ParseError as exc:
         return ProbeResult(host.name, True, Host.Status.ERROR, f"unexpected output: {exc}")
 

@@ -5,6 +5,7 @@ shell sees each argument as one literal word. Errors are one-line, per-host, and
 callers can tell "unreachable" from "auth failed" from "host key changed".
 """
 
+import contextvars
 import logging
 import select
 import shlex
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 import paramiko
 
 log = logging.getLogger(__name__)
+
+IDLE_WAKEUP_SECONDS = 1.0
 
 
 class TransportError(Exception):
@@ -44,6 +47,32 @@ class CommandTimeout(TransportError):
 
 class CommandMissing(TransportError):
     pass
+
+
+class CommandTooLong(TransportError):
+    """The command cannot be passed to the host (an argument too long, or a NUL byte)."""
+
+
+class HostCallInRequest(RuntimeError):
+    """A host was called while a web request was served: such calls belong to the workers.
+
+    Not a TransportError on purpose: callers that turn those into messages for users must
+    not hide this one."""
+
+
+# Set by hiveproject.middleware.NoHostCalls while a request is served (the request's path).
+serving_request: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "serving_request", default=None
+)
+
+
+def _not_in_request(argv) -> None:
+    path = serving_request.get()
+    if path is not None:
+        raise HostCallInRequest(
+            f"{argv[0]!r} would run on a host while serving {path}: host calls belong to the "
+            "workers (enqueue the work and show its progress)"
+        )
 
 
 @dataclass
@@ -84,6 +113,26 @@ class SSHTarget:
     first_contact_key: HostKey | None = None
 
 
+# Linux's MAX_ARG_STRLEN: the longest single argument execve() accepts. Over SSH the whole
+# command line is one argument of the remote shell, so the joined line is what counts, and
+# it is checked the same way for the local transport: the same input fails the same way.
+MAX_COMMAND_BYTES = 128 * 1024 - 1
+
+
+def check_command(argv: list[str]) -> str:
+    """The shell line for argv, or CommandTooLong if no host could be given it."""
+    if any("\0" in arg for arg in argv):
+        raise CommandTooLong(f"{argv[0]}: an argument holds a NUL byte, which no command can take")
+    line = shlex.join(argv)
+    size = len(line.encode(errors="surrogateescape"))
+    if size > MAX_COMMAND_BYTES:
+        raise CommandTooLong(
+            f"{argv[0]}: the command line is {size} bytes, over the {MAX_COMMAND_BYTES + 1} "
+            "bytes a host accepts (pass long values in a file instead)"
+        )
+    return line
+
+
 def _check_exit(argv, status: int, stderr: str) -> None:
     # 127 is what POSIX shells return when the command is not on PATH.
     if status == 127:
@@ -94,6 +143,8 @@ class LocalTransport:
     """Runs commands on the machine the service runs on, without SSH."""
 
     def run(self, argv: list[str], timeout: float, stdin: str | None = None) -> CommandResult:
+        _not_in_request(argv)
+        check_command(argv)
         try:
             proc = subprocess.run(
                 argv, input=stdin, capture_output=True, text=True, timeout=timeout
@@ -102,6 +153,8 @@ class LocalTransport:
             raise CommandMissing(f"command not found: {argv[0]}") from None
         except subprocess.TimeoutExpired:
             raise CommandTimeout(f"{argv[0]} did not finish within {timeout:g}s") from None
+        except OSError as exc:  # e.g. not executable: one line, like SSH's errors
+            raise TransportError(f"{argv[0]} could not run: {exc.strerror or exc}") from None
         _check_exit(argv, proc.returncode, proc.stderr)
         return CommandResult(argv, proc.returncode, proc.stdout, proc.stderr)
 
@@ -183,7 +236,13 @@ class SSHTransport:
         except (OSError, paramiko.SSHException, EOFError) as exc:
             client.close()
             raise Unreachable(f"cannot connect to {t.address}:{t.port}: {_reason(exc)}") from None
-        client.get_transport().set_keepalive(t.keepalive)
+        transport = client.get_transport()
+        transport.set_keepalive(t.keepalive)
+        # paramiko's reader thread wakes every 0.1 s to see whether it should stop: with
+        # hundreds of idle connections that is thousands of wake-ups a second. Once a
+        # second still sends keepalives on time; a closed connection's thread ends within
+        # it (close() does not wait for it).
+        transport.sock.settimeout(IDLE_WAKEUP_SECONDS)
         return client
 
     def _connected_client(self) -> paramiko.SSHClient:
@@ -193,18 +252,37 @@ class SSHTransport:
             self._client = self._connect()
         return self._client
 
-    def run(self, argv: list[str], timeout: float, stdin: str | None = None) -> CommandResult:
+    def _open_channel(self) -> paramiko.Channel:
         with self._lock:
             client = self._connected_client()
             try:
-                chan = client.get_transport().open_session(timeout=self.target.connect_timeout)
+                return client.get_transport().open_session(timeout=self.target.connect_timeout)
             except (OSError, paramiko.SSHException, EOFError) as exc:
                 self.close()
                 raise Unreachable(
                     f"connection to {self.target.address} lost: {_reason(exc)}"
                 ) from None
+
+    def start(self, argv: list[str]) -> paramiko.Channel:
+        """Start a long-running command; the caller talks to it over the returned channel
+        (its stdin and stdout) and closes it."""
+        _not_in_request(argv)
+        line = check_command(argv)
+        chan = self._open_channel()
         try:
-            chan.exec_command(shlex.join(argv))
+            chan.exec_command(line)
+        except (OSError, paramiko.SSHException, EOFError) as exc:
+            chan.close()
+            self.close()
+            raise Unreachable(f"connection to {self.target.address} lost: {_reason(exc)}") from None
+        return chan
+
+    def run(self, argv: list[str], timeout: float, stdin: str | None = None) -> CommandResult:
+        _not_in_request(argv)
+        line = check_command(argv)
+        chan = self._open_channel()
+        try:
+            chan.exec_command(line)
             if stdin is not None:
                 chan.sendall(stdin.encode())
             chan.shutdown_write()
@@ -227,6 +305,15 @@ class SSHTransport:
             self._client = None
 
 
+def wait_readable(chan: paramiko.Channel, timeout: float) -> None:
+    """Wait until chan has something to read or ended, at most timeout seconds. poll, not
+    select: select cannot watch a descriptor numbered 1024 or more, and a loop probing
+    hundreds of hosts holds more descriptors than that."""
+    poller = select.poll()
+    poller.register(chan.fileno(), select.POLLIN)
+    poller.poll(max(0, int(timeout * 1000)))
+
+
 def _drain(chan: paramiko.Channel, deadline: float) -> tuple[str, str]:
     """Read stdout and stderr until the command exits, or raise at the deadline."""
     out, err = bytearray(), bytearray()
@@ -234,7 +321,7 @@ def _drain(chan: paramiko.Channel, deadline: float) -> tuple[str, str]:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise CommandTimeout()
-        select.select([chan], [], [], min(remaining, 0.5))
+        wait_readable(chan, min(remaining, 0.5))
         while chan.recv_ready():
             out += chan.recv(65536)
         while chan.recv_stderr_ready():

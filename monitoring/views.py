@@ -12,35 +12,22 @@ from .visibility import process_visibility, visible_processes
 
 
 @login_required
-def overview(request):
-    """The live dashboard: server-rendered from the latest stored probe, then kept live
-    over the websocket (pages never reach hosts themselves)."""
-    hosts = list(Host.objects.filter(enabled=True).prefetch_related("devices"))
-    visibility = process_visibility(request.user)  # other users' command lines hidden
-    for host in hosts:
-        host.visible_processes = visible_processes(
-            visibility, host, (host.last_snapshot or {}).get("processes")
-        )
-    context = {
-        "hosts": hosts,
-        "layout": DashboardLayout.for_user(request.user),
-        "charts": DashboardLayout.CHARTS,
-    }
-    return render(request, "monitoring/overview.html", context)
-
-
-@login_required
 def host_detail(request, name):
-    """One host's hardware, status and GPUs (last known, read from the database), with GPU
-    history charts drawn from the history API."""
+    """One host's hardware, status and GPUs (last known, read from the database), kept live
+    over the websocket with the user's chosen charts, and GPU history from the history API."""
     host = get_object_or_404(Host, name=name)
     hardware = host.hardware or {}
+    snapshot = host.last_snapshot or {}
+    visibility = process_visibility(request.user)  # other users' command lines hidden
+    host.visible_processes = visible_processes(visibility, host, snapshot.get("processes"))
     context = {
         "host": host,
         "hardware": hardware,
         "ram_gib": gib(hardware.get("memory_total_mib")),
         "disks": [disk_row(d) for d in hardware.get("disks", [])],
         "devices": host.devices.all(),
+        "layout": DashboardLayout.for_user(request.user),
+        "charts": DashboardLayout.CHARTS,
     }
     return render(request, "monitoring/host.html", context)
 

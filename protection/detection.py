@@ -110,12 +110,8 @@ def _probe_is_usable(host: Host) -> bool:
 
 def holding_slots(devices, at):
     """The confirmed reservations' rows that hold these devices at ``at``."""
-    return ReservedDevice.objects.filter(
-        device__in=devices,
-        holds=True,
-        start__lte=at,
-        end__gt=at,
-        reservation__status=Reservation.Status.CONFIRMED,
+    return ReservedDevice.objects.holding(at).filter(
+        device__in=devices, reservation__status=Reservation.Status.CONFIRMED
     )
 
 

@@ -4,6 +4,8 @@ from accesscontrol.models import HostAccount, Profile
 from accesscontrol.services import profile_for
 from monitoring.models import Host
 
+SYSTEM_ACCOUNTS = frozenset({"root"})
+
 
 def resolved_unix_name(ps_user: str | None) -> str | None:
     """The owner's UNIX name, or None when ps could not tell.
@@ -34,8 +36,12 @@ def service_user(host: Host, unix_name: str):
 
     Mirrors Profile.unix_username_for: a per-host account first, then the usual UNIX name
     (never the web user name). Two candidates means we cannot tell who it is, so nobody is
-    named (and nobody is mailed by mistake).
+    named (and nobody is mailed by mistake). root's processes are the system's (drivers,
+    daemons, the service itself): never any one user's, even one whose tasks were set to run
+    as root.
     """
+    if unix_name in SYSTEM_ACCOUNTS:
+        return None
     account = HostAccount.objects.filter(host=host, unix_username=unix_name)
     users = [a.profile.user for a in account.select_related("profile__user")[:2]]
     if not users:

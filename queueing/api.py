@@ -1,6 +1,7 @@
 """Queue API: the signed-in user's queued jobs (admins see all), with their place in the
 queue and why they wait; POST queues a job, DELETE or POST .../cancel/ takes it out."""
 
+from django.conf import settings
 from django.contrib.auth.models import Group
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -9,17 +10,19 @@ from rest_framework.response import Response
 
 from accesscontrol.permissions import RestrictedViewSetMixin
 from hiveproject.ids import IdField
+from jobs.api import literal_values
 from monitoring.models import Device, Host
 
-from . import services
+from . import availability, placing, services
 from .models import QueuedJob, QueuedTask, QueueRun
+from .placement import Request
 
 
 class QueuedTaskSerializer(serializers.ModelSerializer):
     devices = IdField(many=True, queryset=Device.objects.all(), required=False, default=list)
     host = IdField(queryset=Host.objects.all(), required=False, allow_null=True, default=None)
-    parameters = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
-    env = serializers.DictField(child=serializers.CharField(allow_blank=True), default=dict)
+    parameters = literal_values()
+    env = literal_values()
 
     class Meta:
         model = QueuedTask
@@ -80,7 +83,7 @@ class QueuedJobSerializer(serializers.ModelSerializer):
 
 class EnqueueSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
-    tasks = QueuedTaskSerializer(many=True)
+    tasks = QueuedTaskSerializer(many=True, max_length=settings.JOBS_MAX_TASKS)
     priority = serializers.IntegerField(default=0)
     opportunistic = serializers.BooleanField(default=False)
     requeue_on_preemption = serializers.BooleanField(default=True)
@@ -157,3 +160,109 @@ class QueuedJobViewSet(
 
     def perform_destroy(self, queued):
         services.cancel(queued, self.request.user)
+
+
+# --- placement: where work could start now ---------------------------------------------------
+
+
+class ReasonSerializer(serializers.Serializer):
+    code = serializers.ChoiceField(
+        choices=availability.CODES, help_text="Stable: scripts may test it."
+    )
+    device = serializers.IntegerField(help_text="The GPU's id.")
+    detail = serializers.CharField(help_text="The reason, for people.")
+
+
+class GpuUsabilitySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    host = serializers.CharField()
+    index = serializers.IntegerField()
+    model = serializers.CharField()
+    memory_total_mib = serializers.IntegerField(allow_null=True)
+    usable = serializers.BooleanField(help_text="You may start work on it now.")
+    reasons = ReasonSerializer(many=True, help_text="Why not (empty when usable).")
+
+
+def usability_row(device: Device, reasons) -> dict:
+    return {
+        "id": device.pk,
+        "host": device.host.name,
+        "index": device.index,
+        "model": device.name,
+        "memory_total_mib": device.memory_total_mib,
+        "usable": not reasons,
+        "reasons": [r.as_dict() for r in reasons],
+    }
+
+
+class PlacementRequestSerializer(serializers.Serializer):
+    count = serializers.IntegerField(
+        min_value=1, max_value=1024, default=1, help_text="How many GPUs (without devices)."
+    )
+    spread = serializers.ChoiceField(
+        choices=[QueuedTask.Kind.ONE_HOST, QueuedTask.Kind.ANY_HOSTS],
+        default=QueuedTask.Kind.ONE_HOST,
+        help_text="one_host: all on one host; any_hosts: on as few hosts as fit.",
+    )
+    host = IdField(queryset=Host.objects.all(), required=False, allow_null=True, default=None)
+    devices = IdField(
+        many=True,
+        queryset=Device.objects.all(),
+        required=False,
+        default=list,
+        help_text="These GPUs exactly (count and spread are then ignored).",
+    )
+    model = serializers.CharField(required=False, default="", allow_blank=True, max_length=255)
+    min_memory_mib = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=1
+    )
+
+    def request(self) -> Request:
+        data = self.validated_data
+        if data["devices"]:
+            return Request("devices", device_ids=tuple(d.pk for d in data["devices"]))
+        host = data["host"]
+        return Request(
+            data["spread"],
+            count=data["count"],
+            host_id=host.pk if host else None,
+            model=data["model"],
+            min_memory_mib=data["min_memory_mib"],
+        )
+
+
+class PlacementSerializer(serializers.Serializer):
+    placed = serializers.BooleanField(help_text="Whether GPUs were found.")
+    devices = serializers.ListField(child=serializers.IntegerField(), help_text="Chosen ids.")
+    gpus = GpuUsabilitySerializer(many=True, help_text="The chosen GPUs.")
+    detail = serializers.CharField(help_text="Why nothing fits, for people ('' when placed).")
+    reasons = ReasonSerializer(many=True, help_text="Every reason, per GPU that would fit.")
+
+
+class PlacementViewSet(viewsets.ViewSet):
+    """Where you could start work now, decided by the server with the start rule.
+
+    GET: every GPU with whether you may start on it now and, if not, why (stable codes).
+    POST: choose GPUs for a request (N on one host / anywhere / these GPUs, optional model
+    and memory) as the queue would; nothing is reserved or started.
+    """
+
+    @extend_schema(responses=GpuUsabilitySerializer(many=True))
+    def list(self, request):
+        rows = placing.usability(request.user)
+        return Response([usability_row(device, reasons) for device, reasons in rows])
+
+    @extend_schema(request=PlacementRequestSerializer, responses=PlacementSerializer)
+    def create(self, request):
+        asked = PlacementRequestSerializer(data=request.data)
+        asked.is_valid(raise_exception=True)
+        found = placing.place(request.user, asked.request())
+        return Response(
+            {
+                "placed": found.placed,
+                "devices": [d.pk for d in found.devices],
+                "gpus": [usability_row(d, []) for d in found.devices],
+                "detail": found.detail,
+                "reasons": [r.as_dict() for r in found.reasons],
+            }
+        )

@@ -1,18 +1,28 @@
-"""Which GPUs a queued job could start on now, and if not, why not (in words for people).
+"""The start rule: may a user start work on these GPUs now, and if not, every reason why.
 
-Read once per scheduling round from the database only (hosts' latest probes, active tasks,
-claims, reservations, grants): no SSH. A GPU is usable by an owner when
+One rule for everyone who starts work: a job's task (page, API, CLI), the queue, gpurun
+and the placement endpoint all ask ``may_start`` (or, for a whole round, ``Cluster``).
+It lives here, the lowest app that knows every fact it needs (grants, bans, reservations,
+probes, tasks and the queue's claims); the queue and gpurun belong to the jobs layer, so
+jobs.services calls it too. It reads the database only (hosts' latest probes): no SSH.
+gpurun, which asks nvidia-smi right before each start, passes what it saw.
 
-- its host is up and its GPU is present;
-- no active task and no queue run holds it;
-- the latest probe shows no process on it, and was taken after the last task there ended
-  (an older probe may still show that task's processes);
-- nobody else has reserved it now or within QUEUE_RESERVATION_HORIZON minutes (the
-  owner's own reservations do not block);
-- the owner may use it now (accesscontrol.coverage) and has an account on its host.
+A GPU is usable by a user over [start, end) when none of these holds (each has a stable
+``code``, for scripts and tests, and a sentence for people):
+
+- ``gpu_lost``: the GPU is gone from its host, or the host is disabled;
+- ``host_down``: the host's latest probe failed (a host never probed has no facts against it);
+- ``held_by_task`` / ``held_by_queue_run``: an active task, or a queue run, holds it (tasks of
+  the job being started, and its own run, do not count);
+- ``foreign_process``: the latest probe shows a process on it;
+- ``stale_probe``: the latest probe is older than the end of the last task there (it may
+  still show that task's processes), so it is not trusted until a fresh one comes;
+- ``reserved_by_other``: someone else's booking overlaps [start, end) (by default the next
+  QUEUE_RESERVATION_HORIZON minutes: "now or soon"; the user's own bookings never block);
+- ``banned`` / ``no_grant``: the user is banned, or no grant lets them use it at ``start``;
+- ``no_account``: the user's tasks have no UNIX account to run as on its host (jobs.accounts).
 """
 
-import getpass
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -21,8 +31,8 @@ from django.core.exceptions import ValidationError
 from django.db.models import Max
 from django.utils import timezone
 
-from accesscontrol.accounts import check_run_as
 from accesscontrol.coverage import active_ban, ban_sentence, check_access, coverage_map
+from jobs import accounts
 from jobs.models import Task
 from monitoring.models import Device, Host
 from reservations.models import ReservedDevice
@@ -30,6 +40,42 @@ from reservations.models import ReservedDevice
 from .models import GpuClaim, QueuedJob
 
 ONE_MINUTE = timedelta(minutes=1)
+
+# The reasons' codes, most telling first (the order reasons are listed in).
+GPU_LOST = "gpu_lost"
+HOST_DOWN = "host_down"
+HELD_BY_TASK = "held_by_task"
+HELD_BY_QUEUE_RUN = "held_by_queue_run"
+STALE_PROBE = "stale_probe"
+FOREIGN_PROCESS = "foreign_process"
+RESERVED_BY_OTHER = "reserved_by_other"
+BANNED = "banned"
+NO_GRANT = "no_grant"
+NO_ACCOUNT = "no_account"
+CODES = (
+    GPU_LOST,
+    HOST_DOWN,
+    HELD_BY_TASK,
+    HELD_BY_QUEUE_RUN,
+    STALE_PROBE,
+    FOREIGN_PROCESS,
+    RESERVED_BY_OTHER,
+    BANNED,
+    NO_GRANT,
+    NO_ACCOUNT,
+)
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why one GPU cannot be started on: a stable code and a sentence."""
+
+    code: str
+    device_id: int
+    text: str
+
+    def as_dict(self) -> dict:
+        return {"code": self.code, "device": self.device_id, "detail": self.text}
 
 
 def gpu_name(device: Device) -> str:
@@ -48,14 +94,14 @@ def horizon() -> timedelta:
 
 @dataclass
 class Gpu:
-    """One GPU as the scheduler sees it this round."""
+    """One GPU as the rule sees it: what blocks it for everybody, and who booked it."""
 
     device: Device
-    # Why nobody can start on it now ("" when free); the same for every owner.
-    blocker: str = ""
+    # Why nobody can start on it now (empty when free); the same for every user.
+    blockers: list[Reason] = field(default_factory=list)
     # The opportunistic run holding it, when that run may be preempted for a queued job.
     opportunistic_run: int | None = None
-    # Holding reservations overlapping [now, now + horizon): (owner id, owner, start, end).
+    # Holding reservations overlapping the range: (owner id, owner, start, end).
     slots: list[tuple[int, str, datetime, datetime]] = field(default_factory=list)
 
     @property
@@ -66,86 +112,112 @@ class Gpu:
     def name(self) -> str:
         return gpu_name(self.device)
 
+    @property
+    def blocker(self) -> str:
+        """The first reason nobody can start on it ("" when free)."""
+        return self.blockers[0].text if self.blockers else ""
+
 
 class Cluster:
-    """Every present GPU of every enabled host, with what blocks it now."""
+    """Present GPUs of enabled hosts (all, or ``device_ids``), with what blocks each.
 
-    def __init__(self, now: datetime):
-        self.now = now
+    ``[now, end)`` is the range asked about (reservations; ``end`` defaults to the horizon).
+    ``job``: the job being started, whose own tasks and queue run do not block it.
+    ``processes``: host id -> processes seen just now ({"gpu_uuid", "pid", "user"}), used
+    instead of those hosts' latest probes.
+    """
+
+    def __init__(self, now: datetime, end=None, device_ids=None, job=None, processes=None):
+        self.now, self.end = now, end or now + horizon()
+        self.job_id = getattr(job, "pk", None)
         devices = Device.objects.filter(status=Device.Status.PRESENT, host__enabled=True)
+        if device_ids is not None:
+            devices = devices.filter(pk__in=device_ids)
         self.gpus = {d.pk: Gpu(d) for d in devices.select_related("host").order_by("pk")}
-        self._owners: dict[int, dict[int, str]] = {}
+        self._users: dict[int, dict[int, list[Reason]]] = {}
         self._mark_down_hosts()
-        self._mark_claims()
         self._mark_tasks()
-        self._mark_processes()
+        self._mark_claims()
+        self._mark_processes(processes or {})
         self._add_reservations()
+        for gpu in self.gpus.values():  # one sentence per kind of reason is enough for people
+            gpu.blockers = _first_of_each(gpu.blockers)
 
     # --- what blocks a GPU for everybody ---------------------------------------------------
 
-    def _block(self, device_id: int, reason: str) -> None:
+    def _block(self, device_id: int, code: str, text: str) -> None:
         gpu = self.gpus.get(device_id)
-        if gpu is not None and not gpu.blocker:
-            gpu.blocker = reason
+        if gpu is not None:
+            gpu.blockers.append(Reason(code, device_id, text))
 
     def _mark_down_hosts(self) -> None:
         for gpu in self.gpus.values():
             host = gpu.host
-            if host.status != Host.Status.UP or not (host.last_snapshot or {}).get("reachable"):
-                gpu.blocker = f"{host.name} is {host.get_status_display().lower()}"
+            if host.status not in (Host.Status.UP, Host.Status.UNKNOWN) or (
+                host.status == Host.Status.UP and not (host.last_snapshot or {}).get("reachable")
+            ):
+                status = host.get_status_display().lower()
+                self._block(gpu.device.pk, HOST_DOWN, f"{host.name} is {status}")
 
     def _mark_claims(self) -> None:
-        claims = GpuClaim.objects.select_related("run__queued_job__owner")
+        claims = GpuClaim.objects.filter(device_id__in=self.gpus).select_related(
+            "run__queued_job__owner"
+        )
         for claim in claims:
-            queued, gpu = claim.run.queued_job, self.gpus.get(claim.device_id)
-            if gpu is None:
+            queued, gpu = claim.run.queued_job, self.gpus[claim.device_id]
+            if claim.run.job_id is not None and claim.run.job_id == self.job_id:
                 continue
-            self._block(
-                gpu.device.pk, f"{gpu.name} is used by queued job '{queued}' of {queued.owner}"
-            )
+            text = f"{gpu.name} is used by queued job '{queued}' of {queued.owner}"
+            self._block(gpu.device.pk, HELD_BY_QUEUE_RUN, text)
             if claim.run.opportunistic and queued.state == QueuedJob.State.RUNNING:
                 gpu.opportunistic_run = claim.run_id
 
     def _mark_tasks(self) -> None:
-        through = Task.devices.through.objects.filter(task__status__in=Task.ACTIVE)
+        through = Task.devices.through.objects.filter(
+            task__status__in=Task.ACTIVE, device_id__in=self.gpus
+        ).exclude(task__job_id=self.job_id)
         rows = through.values_list("device_id", "task__job__name", "task__job__owner__username")
         for device_id, job, owner in rows:
-            if gpu := self.gpus.get(device_id):
-                self._block(device_id, f"{gpu.name} is used by job '{job}' of {owner}")
+            text = f"{self.gpus[device_id].name} is used by job '{job}' of {owner}"
+            self._block(device_id, HELD_BY_TASK, text)
 
     def _last_task_ends(self) -> dict[int, datetime]:
         through = Task.devices.through.objects.filter(
-            task__ended_at__gte=self.now - timedelta(hours=1)
+            task__ended_at__gte=self.now - timedelta(hours=1), device_id__in=self.gpus
         )
         ends = through.values("device_id").annotate(last=Max("task__ended_at"))
         return {row["device_id"]: row["last"] for row in ends}
 
-    def _mark_processes(self) -> None:
+    def _mark_processes(self, seen_now: dict[int, list[dict]]) -> None:
         """Processes on GPUs that no task of ours holds are someone else's."""
-        ends = self._last_task_ends()
+        self._mark_stale_probes(seen_now)
         by_uuid = {(g.host.pk, g.device.uuid): g for g in self.gpus.values()}
-        for gpu in self.gpus.values():
-            end = ends.get(gpu.device.pk)
-            probed = gpu.host.last_probe_at
-            if end is not None and (probed is None or probed <= end):
-                self._block(gpu.device.pk, f"waiting for a fresh probe of {gpu.host.name}")
         for host in {g.host for g in self.gpus.values()}:
-            for process in (host.last_snapshot or {}).get("processes") or []:
+            processes = seen_now.get(host.pk, (host.last_snapshot or {}).get("processes"))
+            for process in processes or []:
                 gpu = by_uuid.get((host.pk, process.get("gpu_uuid")))
                 if gpu is not None:
-                    who = process.get("user") or "an unknown user"
-                    self._block(
-                        gpu.device.pk, f"{gpu.name} runs process {process.get('pid')} of {who}"
-                    )
+                    text = f"{gpu.name} runs process {process.get('pid')}"
+                    text += f" ({process['name']})" if process.get("name") else ""
+                    text += f" of {process['user']}" if process.get("user") else ""
+                    self._block(gpu.device.pk, FOREIGN_PROCESS, text)
+
+    def _mark_stale_probes(self, seen_now: dict) -> None:
+        """A probe taken before the last task on a GPU ended may show that task's processes,
+        or miss a failure it left: not trusted until the next one (processes seen just now
+        are). A host never probed has no snapshot to misread."""
+        ends = self._last_task_ends()
+        for gpu in self.gpus.values():
+            end, probed = ends.get(gpu.device.pk), gpu.host.last_probe_at
+            if gpu.host.pk in seen_now or end is None or probed is None or probed > end:
+                continue
+            text = f"waiting for a fresh probe of {gpu.host.name}"
+            self._block(gpu.device.pk, STALE_PROBE, text)
 
     def _add_reservations(self) -> None:
         slots = (
-            ReservedDevice.objects.filter(
-                device_id__in=self.gpus,
-                holds=True,
-                end__gt=self.now,
-                start__lt=self.now + horizon(),
-            )
+            ReservedDevice.objects.holding(self.now, self.end)
+            .filter(device_id__in=self.gpus)
             .select_related("reservation__owner")
             .order_by("start")
         )
@@ -153,73 +225,100 @@ class Cluster:
             owner = slot.reservation.owner
             self.gpus[slot.device_id].slots.append((owner.pk, str(owner), slot.start, slot.end))
 
-    # --- what blocks a GPU for one owner ----------------------------------------------------
+    # --- what blocks a GPU for one user -----------------------------------------------------
+
+    def user_reasons(self, user) -> dict[int, list[Reason]]:
+        """Device id -> why ``user`` in particular cannot start on it (empty: nothing)."""
+        if user.pk not in self._users:
+            self._users[user.pk] = self._reasons_of(user)
+        return self._users[user.pk]
 
     def owner_blockers(self, owner) -> dict[int, str]:
-        """Device id -> why ``owner`` cannot start on it now ("" when nothing owner-specific)."""
-        if owner.pk not in self._owners:
-            self._owners[owner.pk] = self._blockers_of(owner)
-        return self._owners[owner.pk]
+        """Device id -> the first user-specific reason as a sentence ("" when none)."""
+        return {pk: (r[0].text if r else "") for pk, r in self.user_reasons(owner).items()}
 
-    def _blockers_of(self, owner) -> dict[int, str]:
-        ban = active_ban(owner)
-        if ban is not None:
-            return dict.fromkeys(self.gpus, ban_sentence(owner, ban))
+    def _reasons_of(self, user) -> dict[int, list[Reason]]:
+        ban = active_ban(user, self.now)
         devices = [g.device for g in self.gpus.values()]
-        covered = coverage_map(owner, self.now, self.now + ONE_MINUTE, devices)
-        accounts = self._accounts(owner)
-        blockers = {}
+        covered = {} if ban else coverage_map(user, self.now, self.now + ONE_MINUTE, devices)
+        accounts_problems = self._accounts(user)
+        reasons = {}
         for pk, gpu in self.gpus.items():
-            blockers[pk] = (
-                self._reserved_by_others(gpu, owner)
-                or accounts.get(gpu.host.pk, "")
-                or self._access(owner, gpu, covered[gpu.device])
-            )
-        return blockers
+            found = self._reserved_by_others(gpu, user)
+            if ban is not None:
+                found.append(Reason(BANNED, pk, ban_sentence(user, ban)))
+            elif why := self._access(user, gpu, covered[gpu.device]):
+                found.append(Reason(NO_GRANT, pk, why))
+            if why := accounts_problems.get(gpu.host.pk):
+                found.append(Reason(NO_ACCOUNT, pk, why))
+            reasons[pk] = found
+        return reasons
 
-    def _reserved_by_others(self, gpu: Gpu, owner) -> str:
+    def _reserved_by_others(self, gpu: Gpu, user) -> list[Reason]:
         for owner_id, name, start, end in gpu.slots:
-            if owner_id == owner.pk:
+            if owner_id == user.pk:
                 continue
             if start <= self.now:
-                return f"{gpu.name} reserved by {name} until {when(end, self.now)}"
-            return f"{gpu.name} reserved by {name} from {when(start, self.now)}"
-        return ""
+                text = f"{gpu.name} reserved by {name} until {when(end, self.now)}"
+            else:
+                text = f"{gpu.name} reserved by {name} from {when(start, self.now)}"
+            return [Reason(RESERVED_BY_OTHER, gpu.device.pk, text)]
+        return []
 
-    def _access(self, owner, gpu: Gpu, covered: list) -> str:
+    def _access(self, user, gpu: Gpu, covered: list) -> str:
         whole = covered and covered[0][0] <= self.now and covered[0][1] >= self.now + ONE_MINUTE
         if whole:
             return ""
-        return check_access(owner, gpu.device, self.now, self.now + ONE_MINUTE).reason
+        return check_access(user, gpu.device, self.now, self.now + ONE_MINUTE).reason
 
-    def _accounts(self, owner) -> dict[int, str]:
-        """Host id -> why tasks of ``owner`` cannot run there (no UNIX account to run as)."""
+    def _accounts(self, user) -> dict[int, str]:
+        """Host id -> why tasks of ``user`` cannot run there (no UNIX account to run as)."""
         problems = {}
         for host in {g.host for g in self.gpus.values()}:
             try:
-                name = check_run_as(owner, host).name
+                accounts.run_as(user, host)
             except ValidationError as exc:
-                problems[host.pk] = exc.messages[0]
-                continue
-            if host.is_local and name != getpass.getuser():
-                problems[host.pk] = (
-                    f"{host.name} runs tasks only as {getpass.getuser()}, not as {name}"
-                )
+                problems[host.pk] = " ".join(exc.messages)
         return problems
 
-    # --- summaries ------------------------------------------------------------------------
+    # --- answers ----------------------------------------------------------------------------
 
-    def why_not(self, owner, device_id: int) -> str:
-        """Why ``owner`` cannot start on this GPU now ("" if they can)."""
+    def reasons(self, user, device_id: int) -> list[Reason]:
+        """Every reason ``user`` cannot start on this GPU now (empty if they can)."""
         gpu = self.gpus.get(device_id)
         if gpu is None:
-            return f"GPU {device_id} is lost or its host is disabled"
-        return gpu.blocker or self.owner_blockers(owner)[device_id]
+            text = f"GPU {device_id} is lost or its host is disabled"
+            return [Reason(GPU_LOST, device_id, text)]
+        return gpu.blockers + self.user_reasons(user)[device_id]
+
+    def why_not(self, user, device_id: int) -> str:
+        """The most telling reason as a sentence ("" if they can)."""
+        found = self.reasons(user, device_id)
+        return found[0].text if found else ""
 
     def free_per_host(self) -> dict[int, int]:
         """Free GPUs per host (for everybody): best fit fills the host with the fewest."""
         counts: dict[int, int] = {}
         for gpu in self.gpus.values():
-            if not gpu.blocker:
+            if not gpu.blockers:
                 counts[gpu.host.pk] = counts.get(gpu.host.pk, 0) + 1
         return counts
+
+
+def _first_of_each(reasons: list[Reason]) -> list[Reason]:
+    """One reason per code, ordered as CODES lists them."""
+    first: dict[str, Reason] = {}
+    for reason in reasons:
+        first.setdefault(reason.code, reason)
+    return sorted(first.values(), key=lambda r: CODES.index(r.code))
+
+
+def may_start(user, devices, start=None, end=None, *, job=None, processes=None) -> list[Reason]:
+    """Every reason ``user`` may not start work on ``devices`` over [start, end) (empty: they
+    may). ``start`` defaults to now, ``end`` to the reservation horizon after it; ``job`` and
+    ``processes`` as for Cluster."""
+    start = start or timezone.now()
+    ids = [getattr(d, "pk", d) for d in devices]
+    cluster = Cluster(start, end, device_ids=ids, job=job, processes=processes)
+    found = [reason for pk in ids for reason in cluster.reasons(user, pk)]
+    return list(dict.fromkeys(found))

@@ -4,23 +4,20 @@ on the host as the user, with CUDA_VISIBLE_DEVICES set to its GPU.
 
 One worker thread per GPU takes the next line, checks the GPU again, starts the task, waits
 for its end and takes the next line, so a GPU is reused as soon as it frees. The check, just
-before each start: nobody else has reserved the GPU now, the user may use it, and
-nvidia-smi on the host shows no process on it (our own task there has ended by then, so any
-process is someone else's). A GPU failing the check is skipped, and said so, until it passes.
+before each start, is the start rule (queueing.availability) given what nvidia-smi on the
+host shows now (our own task there has ended by then, so any process is someone else's).
+A GPU failing the check is skipped, and said so, until it passes.
 """
 
 import threading
 from collections import deque
 from contextlib import suppress
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.utils import timezone
 
-from accesscontrol.coverage import check_access
 from jobs import services as job_services
 from jobs.models import Job, Task
 from monitoring import parsers
@@ -28,7 +25,7 @@ from monitoring.connections import pool
 from monitoring.models import Device, Host
 from monitoring.transport import TransportError
 
-from .availability import when
+from .availability import may_start
 
 
 class Lines:
@@ -149,12 +146,12 @@ class Runner:
                     return
                 if command is None:
                     continue
-                # The start itself checks reservations and access (see start()); what only
-                # the host can tell, a process that is not ours, is checked here.
-                said = self.check(device, said, self.whose_process(device, seen))
-                seen = None
+                # The start rule, with the processes nvidia-smi shows now; the start checks
+                # it again (a reservation or a grant may change in between).
+                processes, why = self.look(device, seen)
+                said, seen = self.check(device, said, why), None
                 if not said:
-                    task, refused = self.start(device, command)
+                    task, refused = self.start(device, command, processes)
                     if task is not None:
                         seen = self.wait_for_end(device, task)
                         continue
@@ -180,34 +177,27 @@ class Runner:
         return said
 
     def why_not(self, device: Device) -> str:
-        """Why the GPU cannot be used now, asking everything ("" if it can)."""
-        now = timezone.now()
-        taken = job_services.reserved_by_others(self.owner, [device], now)
-        if taken:
-            slot = taken[0]
-            return f"reserved by {slot.reservation.owner} until {when(slot.end, now)}"
-        decision = check_access(self.owner, device, now, now + timedelta(minutes=1))
-        if not decision:
-            return decision.reason
-        return self.whose_process(device)
+        """Why the GPU cannot be used now ("" if it can), asking the host what runs on it."""
+        return self.look(device)[1]
 
-    def whose_process(self, device: Device, seen: str | None = None) -> str:
-        """Which process (not ours: ours have ended) is on the GPU; "" if none. ``seen`` is
-        nvidia-smi's answer if one came with the end of our last task, else it is asked now."""
-        processes = None
+    def look(self, device: Device, seen: str | None = None) -> tuple[dict | None, str]:
+        """(the host's GPU processes now, as the start rule takes them; why the GPU cannot be
+        used now, "" if it can). ``seen``: nvidia-smi's answer right after our last task
+        ended, if one came; else it is asked now."""
+        found = None
         if seen is not None:
             with suppress(parsers.ParseError):  # unreadable then: asked again below
-                processes = parsers.parse_app_query(seen)
+                found = parsers.parse_app_query(seen)
         try:
-            processes = gpu_processes(self.host) if processes is None else processes
+            found = gpu_processes(self.host) if found is None else found
         except (TransportError, parsers.ParseError) as exc:
-            return f"cannot ask {self.host.name}: {exc}"
-        for uuid, pid, _, name in processes:
-            if uuid == device.uuid:
-                return f"process {pid} ({name or 'unknown'}) runs on it"
-        return ""
+            return None, f"cannot ask {self.host.name}: {exc}"
+        rows = [{"gpu_uuid": uuid, "pid": pid, "name": name} for uuid, pid, _, name in found]
+        processes = {self.host.pk: rows}
+        reasons = may_start(self.owner, [device], job=self.job, processes=processes)
+        return processes, (reasons[0].text if reasons else "")
 
-    def start(self, device: Device, command: str) -> tuple[Task | None, str]:
+    def start(self, device: Device, command: str, processes=None) -> tuple[Task | None, str]:
         """(the started task, "") or (None, why the GPU is refused now): a start refused by its
         checks (reserved by someone else now, no access) started nothing and leaves no task."""
         # Braces in a plain command are not template fields.
@@ -216,7 +206,7 @@ class Runner:
         task = None
         try:
             task = self.add_task(spec)
-            task = job_services.spawn_task(task, self.owner)
+            task = job_services.spawn_task(task, self.owner, processes)
         except ValidationError as exc:
             refused = task is not None and self.forget_if_pending(task)
             if refused:

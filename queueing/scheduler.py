@@ -23,14 +23,17 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.db.models import F
+from django.urls import reverse
 from django.utils import timezone
 
 from audit.log import record
+from jobs import actions as job_actions
 from jobs import remote
 from jobs import services as job_services
 from jobs.models import Task, derive_status
 from monitoring import lease
 from monitoring.models import Device
+from notifications.send import notify
 from reservations.models import Reservation, ReservedDevice
 
 from . import services
@@ -182,22 +185,26 @@ def _after_run(queued: QueuedJob, outcome: str) -> None:
 # --- stopping runs ---------------------------------------------------------------------------
 
 
-def stop_run(run: QueueRun, reason: str, *, requeue: bool, outcome: str, user=None) -> None:
-    """Stop a run's tasks gracefully (SIGTERM, SIGKILL after JOBS_STOP_GRACE_SECONDS)."""
+def stop_run(
+    run: QueueRun, reason: str, *, requeue: bool, outcome: str, user=None, later=False
+) -> None:
+    """Stop a run's tasks gracefully (SIGTERM, SIGKILL after JOBS_STOP_GRACE_SECONDS);
+    ``later``: hand the stops to the workers (a request never reaches a host)."""
     changed = QueuedJob.objects.filter(pk=run.queued_job_id, state__in=QueuedJob.HOLDING).update(
         state=State.STOPPING, stop_reason=reason, requeue_after_stop=requeue
     )
     QueueRun.objects.filter(pk=run.pk, ended_at=None).update(outcome=outcome)
     if changed:
-        stop_running_tasks(run, user)
+        stop_running_tasks(run, user, later=later)
 
 
-def stop_running_tasks(run: QueueRun, user=None) -> None:
+def stop_running_tasks(run: QueueRun, user=None, later=False) -> None:
     """SIGTERM each running task of the run; one that cannot be stopped is recorded and the
     others are still stopped."""
+    stop = (lambda t, u: job_actions.request(t, u, "stop")) if later else job_services.stop_task
     for task in run.job.tasks.filter(status=Task.Status.RUNNING).select_related("host"):
         try:
-            job_services.stop_task(task, user)
+            stop(task, user)
         except (ValidationError, PermissionDenied) as exc:
             lease.record_failure(ACTIVITY, f"stopping task {task.pk}: {exc}")
 
@@ -232,11 +239,9 @@ def lead() -> timedelta:
 def preempt_for_reservations(now: datetime) -> int:
     """Stop running queue jobs on GPUs that someone else's reservation takes soon."""
     slots = (
-        ReservedDevice.objects.filter(
-            holds=True,
+        ReservedDevice.objects.holding(now, now + lead())
+        .filter(
             reservation__status=Reservation.Status.CONFIRMED,
-            start__lte=now + lead(),
-            end__gt=now,
             device__queue_claim__run__ended_at=None,
             device__queue_claim__run__queued_job__state=State.RUNNING,
         )
@@ -360,10 +365,22 @@ class Round:
 
 def plan_round(now: datetime) -> Plan:
     state = Round(now)
-    waiting = services.waiting_in_order().select_related("owner", "group")
-    for queued in waiting.prefetch_related("tasks__devices"):
+    related = QueuedJob.objects.select_related("owner", "group").prefetch_related("tasks__devices")
+    waiting = services.waiting_in_order(related)
+    for queued in waiting:
         state.consider(queued)
+    add_fair_share(state.plan, waiting)
     return state.plan
+
+
+def add_fair_share(plan: Plan, waiting: list[QueuedJob]) -> None:
+    """Say each waiting user's factor where it orders them among equals."""
+    shares = services.waiting_shares(waiting)
+    if not shares.user_average:
+        return
+    for queued in waiting:
+        if queued.pk in plan.waiting:
+            plan.waiting[queued.pk].append(shares.sentence(queued.owner_id, queued.group_id))
 
 
 # --- why a job waits ---------------------------------------------------------------------------
@@ -526,11 +543,26 @@ def start_job(queued: QueuedJob, placed: list[list[Slot]]) -> QueueRun | None:
         abort_start(run, tasks, job_services.error_text(exc))
         return None
     record("queue.start", target=queued, job=run.job_id, gpus=run.gpus)
+    lease.enqueue("notifications", "queueing.scheduler.tell_started", run.pk, save=False)
     if not QueuedJob.objects.filter(pk=queued.pk, state=State.STARTING).update(
         state=State.RUNNING
     ):  # cancelled or preempted while its tasks were starting: stop those started since
         stop_running_tasks(run)
     return run
+
+
+def tell_started(run_id: int) -> int:
+    """Tell the owner where their queued job started (a worker task: webhooks may be slow)."""
+    run = QueueRun.objects.select_related("queued_job__owner", "job").get(pk=run_id)
+    queued = run.queued_job
+    gpus = ", ".join(str(d) for t in run.job.tasks.all() for d in t.devices.all())
+    waited = timezone.now() - queued.enqueued_at
+    text = f"'{queued}' started on {gpus} after waiting {int(waited.total_seconds() // 60)} min."
+    link = settings.PUBLIC_URL.rstrip("/") + reverse("job-detail", args=[run.job_id])
+    subject = f"Your queued job '{queued}' started"
+    return notify(
+        queued.owner, "queued_started", f"queue-run-{run.pk}-started", subject, text, link
+    )
 
 
 def abort_start(run: QueueRun, tasks: list[Task], error: str) -> None:

@@ -15,10 +15,12 @@ from django.db.models import Sum
 
 from accesscontrol.permissions import can
 from audit.log import record
+from hiveproject.api_errors import Conflict
 from jobs import services as job_services
 from jobs import templating
 from monitoring.models import Device, Host
 
+from . import fairshare
 from .models import QueuedJob, QueuedTask, QueueQuota, QueueRun
 
 Kind = QueuedTask.Kind
@@ -168,6 +170,11 @@ def cancel(queued: QueuedJob, user) -> QueuedJob:
     if not left:
         from .scheduler import stop_run  # the scheduler imports this module
 
+        queued.refresh_from_db(fields=["state"])
+        if queued.state in QueuedJob.ENDED:  # ended between the read and the cancel
+            raise Conflict(
+                f"'{queued}' ended meanwhile ({queued.get_state_display()}); nothing was changed."
+            )
         run = open_run(queued)
         if run is None:
             raise ValidationError(f"'{queued}' is starting just now: try again in a moment.")
@@ -177,6 +184,7 @@ def cancel(queued: QueuedJob, user) -> QueuedJob:
             requeue=False,
             outcome=QueueRun.Outcome.CANCELLED,
             user=user,
+            later=True,
         )
     record("queue.cancel", actor=user, target=queued)
     queued.refresh_from_db()
@@ -190,18 +198,35 @@ def open_run(queued: QueuedJob) -> QueueRun | None:
 # --- order and quotas -------------------------------------------------------------------------
 
 
-def waiting_in_order():
+def waiting_in_order(queryset=None) -> list[QueuedJob]:
     """Waiting jobs in the order the scheduler considers them: guaranteed before
-    opportunistic, then by priority (highest first), then first come first served."""
-    return QueuedJob.objects.filter(state=QueuedJob.State.WAITING).order_by(
-        "opportunistic", "-priority", "enqueued_at", "id"
+    opportunistic, then by priority (highest first), then by fair-share factor (highest
+    first, see queueing.fairshare), then first come first served."""
+    waiting = list(
+        (queryset if queryset is not None else QueuedJob.objects)
+        .filter(state=QueuedJob.State.WAITING)
+        .order_by("opportunistic", "-priority", "enqueued_at", "id")
     )
+    shares = waiting_shares(waiting)
+    return sorted(
+        waiting,
+        key=lambda j: (
+            j.opportunistic,
+            -j.priority,
+            -round(shares.factor(j.owner_id, j.group_id), 6),
+            j.enqueued_at,
+            j.pk,
+        ),
+    )
+
+
+def waiting_shares(waiting: list[QueuedJob]) -> fairshare.Shares:
+    return fairshare.current({j.owner_id for j in waiting}, {j.group_id for j in waiting})
 
 
 def positions() -> dict[int, int]:
     """Queued job id -> its place in the queue (1 = considered first)."""
-    ids = waiting_in_order().values_list("pk", flat=True)
-    return {pk: place for place, pk in enumerate(ids, 1)}
+    return {job.pk: place for place, job in enumerate(waiting_in_order(), 1)}
 
 
 def gpus_in_use() -> dict[int | None, int]:

@@ -3,11 +3,11 @@
 from django.urls import path
 
 from . import views
-from .api import QueuedJobViewSet
+from .api import PlacementViewSet, QueuedJobViewSet
 
 urlpatterns = [
     path("", views.queue_page, name="queue"),
     path("<int:pk>/cancel", views.cancel, name="queue-cancel"),
 ]
-# (prefix, viewset) pairs registered on the project's /api/ router.
-api_routes = [("queued-jobs", QueuedJobViewSet)]
+# (prefix, viewset[, basename]) routes registered on the project's /api/ router.
+api_routes = [("queued-jobs", QueuedJobViewSet), ("placement", PlacementViewSet, "placement")]

@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accesscontrol.permissions import restrict
+from hiveproject.api_errors import Conflict
 from jobs import services as job_services
 
 from . import services
@@ -77,7 +78,7 @@ def cancel(request, pk):
     queued = get_object_or_404(visible(request.user), pk=pk)
     try:
         services.cancel(queued, request.user)
-    except (ValidationError, PermissionDenied) as exc:
+    except (ValidationError, PermissionDenied, Conflict) as exc:
         messages.error(request, job_services.error_text(exc))
     else:
         messages.success(request, f"Cancelled '{queued}'.")

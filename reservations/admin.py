@@ -2,6 +2,7 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from accesscontrol.permissions import RestrictedAdminMixin
+from hiveproject.api_errors import Conflict
 
 from . import services
 from .models import CalendarChoice, Reservation, ReservedDevice, SentNotification
@@ -22,7 +23,7 @@ def _decide(modeladmin, request, queryset, decide, done: str):
         try:
             decide(reservation, request.user)
             decided += 1
-        except (ValidationError, PermissionDenied) as exc:
+        except (ValidationError, PermissionDenied, Conflict) as exc:
             text = " ".join(getattr(exc, "messages", [str(exc)]))
             modeladmin.message_user(request, f"{reservation}: {text}", messages.ERROR)
     if decided:

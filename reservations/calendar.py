@@ -19,18 +19,26 @@ def device_label(device: Device) -> str:
 
 
 def chosen_devices(user, requested: list[int] | None = None) -> list[Device]:
-    """GPUs to show: those requested, else the user's remembered choice, else all present."""
+    """GPUs to show: those requested, else the user's remembered choice, else the first
+    host's (a week of every GPU of a lab is hundreds of columns nobody can read)."""
     devices = Device.objects.filter(status=Device.Status.PRESENT).select_related("host")
     if requested is None:
         choice = CalendarChoice.objects.filter(user_id=user.pk).first()
         requested = choice.devices if choice else []
     if requested:
         devices = devices.filter(pk__in=requested)
-    return list(devices.order_by("host__name", "index"))
+    devices = list(devices.order_by("host__name", "index"))
+    if not requested and devices:
+        devices = [d for d in devices if d.host_id == devices[0].host_id]
+    return devices
 
 
 def resources(devices: list[Device]) -> list[dict]:
-    return [{"id": str(d.pk), "title": device_label(d)} for d in devices]
+    """Column heads: the full label, and the GPU's index to show where columns are narrow."""
+    return [
+        {"id": str(d.pk), "title": device_label(d), "extendedProps": {"index": d.index}}
+        for d in devices
+    ]
 
 
 SLOT_FIELDS = (
@@ -49,7 +57,8 @@ def slots_between(devices, start: datetime, end: datetime):
     """Slots of the shown GPUs overlapping [start, end), cancelled ones included, as tuples
     (model instances cost three objects per row, the larger part of the feed's time)."""
     return (
-        ReservedDevice.objects.filter(device__in=devices, start__lt=end, end__gt=start)
+        ReservedDevice.objects.overlapping(start, end)
+        .filter(device__in=devices)
         .order_by("start")
         .values_list(*SLOT_FIELDS)
     )

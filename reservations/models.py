@@ -9,6 +9,28 @@ from django.db.models import F, Q
 from monitoring.models import Device
 
 
+def overlap(start, end=None) -> Q:
+    """Rows whose [start, end) overlaps [start, end) — or contains the instant ``start`` when
+    no end is given. The one way every app asks "does a booking meet this time?"."""
+    if end is None:
+        return Q(start__lte=start, end__gt=start)
+    return Q(start__lt=end, end__gt=start)
+
+
+class ReservationQuerySet(models.QuerySet):
+    def overlapping(self, start, end=None):
+        return self.filter(overlap(start, end))
+
+
+class ReservedDeviceQuerySet(models.QuerySet):
+    def overlapping(self, start, end=None):
+        return self.filter(overlap(start, end))
+
+    def holding(self, start, end=None):
+        """GPUs booked (not cancelled: pending approval holds the slot too) over the range."""
+        return self.overlapping(start, end).filter(holds=True)
+
+
 class Reservation(models.Model):
     """One booking of one or more GPUs (possibly on several hosts), handled as one unit."""
 
@@ -36,6 +58,8 @@ class Reservation(models.Model):
     idle_minutes = models.FloatField(null=True, blank=True, help_text="GPU-minutes idle.")
     busy_minutes = models.FloatField(null=True, blank=True, help_text="GPU-minutes in use.")
     usage_final = models.BooleanField(default=False)
+
+    objects = ReservationQuerySet.as_manager()
 
     class Meta:
         ordering = ["start"]
@@ -67,6 +91,8 @@ class ReservedDevice(models.Model):
     start = models.DateTimeField()
     end = models.DateTimeField()
     holds = models.BooleanField(default=True, help_text="False once the reservation is cancelled.")
+
+    objects = ReservedDeviceQuerySet.as_manager()
 
     class Meta:
         constraints = [

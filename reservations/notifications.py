@@ -66,8 +66,10 @@ def remind_starts(now: datetime) -> int:
 
 
 def remind_ends(now: datetime) -> int:
-    soon = _holding().filter(
-        start__lte=now, end__gt=now, end__lte=now + _minutes("RESERVATION_REMIND_END_MINUTES")
+    soon = (
+        _holding()
+        .overlapping(now)
+        .filter(end__lte=now + _minutes("RESERVATION_REMIND_END_MINUTES"))
     )
     return sum(
         notify_once(
@@ -98,7 +100,7 @@ def idle_devices(reservation: Reservation, now: datetime) -> list:
 
 
 def warn_idle(now: datetime) -> int:
-    running = _holding().filter(start__lte=now, end__gt=now).prefetch_related("devices__host")
+    running = _holding().overlapping(now).prefetch_related("devices__host")
     sent = 0
     minutes = settings.RESERVATION_IDLE_MINUTES
     for reservation in running:

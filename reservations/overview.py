@@ -66,9 +66,9 @@ def overview_rows(user, start: datetime, days: int, devices=None) -> list[Row]:
             .order_by("host__name", "index")
         )
     slots: dict[int, list] = {d.pk: [] for d in devices}
-    for device_id, s, e, owner_id in ReservedDevice.objects.filter(
-        holds=True, start__lt=end, end__gt=start
-    ).values_list("device_id", "start", "end", "reservation__owner_id"):
+    for device_id, s, e, owner_id in ReservedDevice.objects.holding(start, end).values_list(
+        "device_id", "start", "end", "reservation__owner_id"
+    ):
         if device_id in slots:
             slots[device_id].append((s, e, owner_id))
     coverage = coverage_map(user, start, end, devices)

@@ -15,6 +15,7 @@ from django.utils import timezone
 from accesscontrol.coverage import check_access, local_text
 from accesscontrol.permissions import managed_hosts
 from audit.log import record
+from hiveproject.api_errors import Conflict
 from monitoring.models import Device, Host
 
 from .models import Reservation, ReservedDevice
@@ -78,7 +79,8 @@ def check_devices(owner, devices: list[Device], start: datetime, end: datetime) 
 
 def conflict_message(devices: list[Device], start: datetime, end: datetime, exclude=None) -> str:
     clash = (
-        ReservedDevice.objects.filter(device__in=devices, holds=True, start__lt=end, end__gt=start)
+        ReservedDevice.objects.holding(start, end)
+        .filter(device__in=devices)
         .exclude(reservation=exclude)
         .select_related("device__host", "reservation__owner")
         .first()
@@ -161,6 +163,7 @@ def _check_decision(reservation: Reservation, user) -> None:
 
 @transaction.atomic
 def approve_reservation(reservation: Reservation, user) -> Reservation:
+    lock_unchanged(reservation)
     _check_decision(reservation, user)
     reservation.status = Reservation.Status.CONFIRMED
     reservation.save(update_fields=["status", "updated"])
@@ -170,6 +173,7 @@ def approve_reservation(reservation: Reservation, user) -> Reservation:
 
 @transaction.atomic
 def reject_reservation(reservation: Reservation, user, reason: str = "") -> Reservation:
+    lock_unchanged(reservation)
     _check_decision(reservation, user)
     note = f"Not approved by {user}" + (f": {reason}" if reason else ".")
     withdraw_reservation(reservation, note)
@@ -209,13 +213,30 @@ def update_reservation(reservation: Reservation, user, **changes) -> Reservation
             # New GPUs: an admin decides again where their hosts ask for approval, and a
             # pending booking moved off such hosts needs nobody's approval any more.
             reservation.status = wanted
-    for field in ("title", "description", "start", "end"):
-        if field in changes:
-            setattr(reservation, field, changes[field])
+    changed = ["status"] + [f for f in ("title", "description", "start", "end") if f in changes]
+    for field in changed[1:]:
+        setattr(reservation, field, changes[field])
     with transaction.atomic():
-        reservation.save()
+        lock_unchanged(reservation)
+        reservation.save(update_fields=[*changed, "updated"])
         _save_slots(reservation, devices)
     return reservation
+
+
+def lock_unchanged(reservation: Reservation) -> None:
+    """Lock the reservation's row until the transaction ends, and refuse (Conflict, a 409) if
+    it changed since ``reservation`` was read: a cancel or edit in between would otherwise be
+    overwritten by this older copy (a cancelled booking came back)."""
+    rows = Reservation.objects.select_for_update().only("title", "status", "updated")
+    stored = rows.get(pk=reservation.pk)
+    if stored.updated == reservation.updated:
+        return
+    if stored.status == Reservation.Status.CANCELLED:
+        raise Conflict(f"'{stored.title}' was cancelled meanwhile; nothing was changed.")
+    raise Conflict(
+        f"'{stored.title}' was changed meanwhile by someone else; nothing was changed. "
+        "Reload it and try again."
+    )
 
 
 def _check_started_edit(reservation, changes, new_gpus: bool, now) -> None:
@@ -233,6 +254,7 @@ def _check_started_edit(reservation, changes, new_gpus: bool, now) -> None:
 @transaction.atomic
 def cancel_reservation(reservation: Reservation, user, note: str = "") -> Reservation:
     """Cancel a future reservation; end an ongoing one now (its history is kept)."""
+    lock_unchanged(reservation)
     check_can_change(reservation, user)
     withdraw_reservation(reservation, note or reservation.note)
     return reservation
@@ -269,4 +291,20 @@ def withdraw_reservation(reservation: Reservation, note: str) -> None:
         reservation.status = Reservation.Status.CANCELLED
         reservation.slots.update(holds=False)
     reservation.note = note
-    reservation.save()
+    reservation.save(update_fields=["status", "end", "note", "updated"])
+
+
+@transaction.atomic
+def release_devices(reservation: Reservation, devices, note: str) -> None:
+    """Give some GPUs of an ongoing reservation back now; giving back all of them ends it.
+
+    The released GPUs' rows go (the booking keeps the others, times unchanged), so they are
+    free for others and the queue at once; the note says which went and why.
+    """
+    released = {d.pk for d in devices}
+    if not set(reservation.slots.values_list("device_id", flat=True)) - released:
+        withdraw_reservation(reservation, note)
+        return
+    reservation.slots.filter(device_id__in=released).delete()
+    reservation.note = note
+    reservation.save(update_fields=["note", "updated"])  # its post_save makes the queue look again

@@ -44,7 +44,7 @@ def _used_hours(reservation: Reservation, booked_in_period: float) -> float:
 
 def summary(start: datetime, end: datetime) -> tuple[list[Line], list[Line]]:
     reservations = (
-        Reservation.objects.filter(start__lt=end, end__gt=start)
+        Reservation.objects.overlapping(start, end)
         .exclude(status=Reservation.Status.CANCELLED)
         .select_related("owner")
         .annotate(gpu_count=Count("slots"))

@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from accesscontrol.models import check_calendar_year
+from hiveproject.api_errors import Conflict
 from monitoring.models import Device
 
 from . import calendar, ical, overview, services, stats
@@ -44,6 +45,8 @@ def signed_in_json(view):
             return JsonResponse({"detail": str(exc) or "Not allowed."}, status=403)
         except Reservation.DoesNotExist:
             return JsonResponse({"detail": "No such reservation."}, status=404)
+        except Conflict as exc:
+            return JsonResponse({"detail": str(exc)}, status=409)
 
     return wrapper
 
@@ -82,13 +85,24 @@ def _title(body: dict) -> str:
 def calendar_page(request):
     zone = user_zone(request.user)
     devices = calendar.chosen_devices(request.user)
+    shown_hosts = {d.host.name for d in devices}
     context = {
+        "hosts": Device.objects.filter(status=Device.Status.PRESENT)
+        .values_list("host__name", flat=True)
+        .distinct()
+        .order_by("host__name"),
+        "shown_host": shown_hosts.pop() if len(shown_hosts) == 1 else None,
+        "upcoming": Reservation.objects.filter(owner=request.user, end__gt=timezone.now())
+        .exclude(status=Reservation.Status.CANCELLED)
+        .prefetch_related("devices__host")
+        .order_by("start")[:6],
         "config": {
             "resources": calendar.resources(devices),
             "offset": timezone.now().astimezone(zone).strftime("%z"),
             "zone": zone.key,
             "user": request.user.get_username(),
             "date": request.GET.get("date", ""),
+            "tomorrow": (timezone.now().astimezone(zone).date() + timedelta(days=1)).isoformat(),
             "min_minutes": int(services.Rules.from_settings().min_duration.total_seconds() // 60),
         },
         "zone": zone.key,
@@ -204,6 +218,17 @@ def _overview_span(request, zone):
     return datetime.combine(first, time(), tzinfo=zone), days
 
 
+def _chosen_ids(form) -> list[int]:
+    """The GPUs ticked, or all present GPUs of the host picked on the calendar page."""
+    if "host" not in form:
+        return id_list(form.getlist("devices"), "devices")
+    present = Device.objects.filter(host__name=form["host"], status=Device.Status.PRESENT)
+    ids = list(present.values_list("pk", flat=True))
+    if not ids:
+        raise ValidationError({"host": f"No host named {form['host']!r} with GPUs."})
+    return ids
+
+
 def _host_groups(rows: list[overview.Row]) -> list[tuple]:
     return [(host, list(group)) for host, group in groupby(rows, key=lambda r: r.device.host)]
 
@@ -213,7 +238,7 @@ def overview_page(request):
     zone = user_zone(request.user)
     try:
         if request.method == "POST":
-            ids = id_list(request.POST.getlist("devices"), "devices")
+            ids = _chosen_ids(request.POST)
             CalendarChoice.objects.update_or_create(user=request.user, defaults={"devices": ids})
             return redirect("reservations-calendar")
         start, days = _overview_span(request, zone)

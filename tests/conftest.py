@@ -28,20 +28,33 @@ PROFILE_PATHS = (
     "tests/monitoring/test_live.py",  # the channel layer (Redis)
     "tests/monitoring/test_restart.py",
     "tests/monitoring/test_ssh_probe.py",  # smoke: monitoring against the real sshd
+    "tests/monitoring/test_healthz.py",  # the database and the broker (Redis) answering
+    "tests/monitoring/test_probe_session.py",  # faults: remote loop killed, reboot, drop
     "tests/queueing/test_runs.py",  # GPU claims unique in the database, gang start
     "tests/queueing/test_dispatch.py",  # rounds handed to the broker
     "tests/jobs/test_sync.py",  # a stop landing during a sync, decided in SQL
     "tests/jobs/test_execution.py",  # smoke: jobs through sshd and screen
+    "tests/jobs/test_actions.py",  # actions handed to the broker, carried out by workers
+    "tests/jobs/test_rerun.py",  # runs again handed to the broker, started by workers
+    "tests/accesscontrol/test_signup.py",  # a request waiting on the workers' answer
     "tests/protection/test_end_to_end.py",  # handlers as broker tasks, real processes
     "tests/protection/test_handlers.py",
     "tests/accesscontrol/test_signals.py",  # grant rechecks handed to the broker
     "tests/accesscontrol/test_api.py",  # smoke
     "tests/api/test_errors.py",  # database errors turned into answers
     "tests/api/test_fuzz.py",  # values the database refuses (NUL, out-of-range ids)
+    "tests/api/test_limits.py",  # NUL, repeated ids and sizes the database would refuse
+    "tests/api/test_stale_edits.py",  # row locks (select_for_update) differ by database
     "tests/api/test_throttling.py",  # counters in the cache
     "tests/api/test_tokens.py",  # smoke
     "tests/cli/test_login.py",  # smoke
     "tests/security/test_deploy_check.py",  # production settings
+    "tests/fairuse/test_idle_end_to_end.py",  # idle checks as broker tasks, real processes
+    "tests/notifications/test_delivery.py",  # deliveries claimed once under races, retries
+    "tests/api/test_fuzz_live.py",  # schemathesis against daphne: what each database refuses
+    "tests/accounting/test_rollup.py",  # GPU-hours summed and bucketed by day in SQL
+    "tests/monitoring/test_steady_recording.py",  # bulk writes (executemany) per database
+    "tests/queueing/test_fairshare.py",  # decayed usage aggregated in SQL
     "tests/security/test_edges_proxy.py",  # counters shared by web processes (DB cache, Redis)
 )
 

@@ -18,3 +18,6 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # tests of counters shared by several web processes set HIVE_SHARED_CACHE=1 for those.
 if not os.environ.get("HIVE_SHARED_CACHE"):
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Fair-share factors are computed afresh each time: tests change usage between rounds.
+QUEUE_FAIRSHARE_CACHE_SECONDS = 0

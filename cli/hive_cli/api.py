@@ -24,7 +24,13 @@ class Api:
         self.has_token = bool(token)
 
     def get(self, path: str, **params):
-        return self.request("GET", path, params={k: v for k, v in params.items() if v})
+        """The answer; a list answered in pages is read to its end (the Link headers)."""
+        response = self._send("GET", path, params={k: v for k, v in params.items() if v})
+        body = self.answer(response)
+        while isinstance(body, list) and "next" in response.links:
+            response = self._send_url("GET", response.links["next"]["url"])
+            body += self.answer(response)
+        return body
 
     def post(self, path: str, body: dict):
         return self.request("POST", path, json=body)
@@ -42,7 +48,9 @@ class Api:
             raise HiveError(_not_hive(self.url, response))
 
     def _send(self, method: str, path: str, **kwargs) -> httpx.Response:
-        url = f"{self.url}/api/{path.lstrip('/')}"
+        return self._send_url(method, f"{self.url}/api/{path.lstrip('/')}", **kwargs)
+
+    def _send_url(self, method: str, url: str, **kwargs) -> httpx.Response:
         try:
             return self.http.request(method, url, **kwargs)
         except httpx.TimeoutException:

@@ -13,14 +13,14 @@ LATEST = 20  # jobs `hive jobs` lists without --all
 
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.option("--queue", "queued", is_flag=True, help="Wait in the queue until GPUs are free.")
-@click.option("-g", "--gpus", "count", type=click.IntRange(min=0), default=1, show_default=True,
-              help="How many GPUs (0: none, needs --host).")  # fmt: skip
+@click.option("-g", "--gpus", "gpus", default="1", show_default=True,
+              help="How many GPUs (0: none, needs --host), or which: node-1:2,3.")  # fmt: skip
 @click.option("--host", help="Run on this host (default: one with enough free GPUs).")
 @click.option("-n", "--name", help="The job's name (default: the command).")
 @click.option("-e", "--env", multiple=True, help="NAME=value for the command (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def submit(queued, count, host, name, env, as_json, command):
+def submit(queued, gpus, host, name, env, as_json, command):
     """Run COMMAND (after --) on GPUs now, or with --queue when they are free.
 
     Each argument reaches the program literally (it is shell-quoted); for pipes or
@@ -30,11 +30,12 @@ def submit(queued, count, host, name, env, as_json, command):
     template = jobs.template_of(command)
     variables = jobs.parse_env(env)
     name = name or _shorten(" ".join(command))
+    want = jobs.Want.parse(gpus)
     if queued:
-        entry = jobs.enqueue(api, name, template, variables, count, host)
+        entry = jobs.enqueue(api, name, template, variables, want, host)
         _said(as_json, entry, _queued_line(entry))
         return
-    place = jobs.place_now(api, whoami(api, settings), count, host)
+    place = jobs.place_now(api, want, host)
     job = jobs.create_job(api, name, template, variables, place)
     jobs.start_job(api, job)
     job = jobs.get_job(api, job["id"])
@@ -145,7 +146,13 @@ def _cut(text: str, width: int) -> str:
 @click.argument("task_id", metavar="TASK", type=int)
 @click.option("-f", "--follow", is_flag=True, help="Keep printing until the task ends (Ctrl-C).")
 def logs(task_id, follow):
-    """Print a task's log (TASK is the task's number, as `hive jobs` shows)."""
+    """Print a task's log (TASK is the task's number, as `hive jobs` shows).
+
+    \b
+    Exit status with -f, once the task ended: the task's own exit code; 1 when it was
+    stopped or failed to run (the last line, on stderr, says which); 130 on Ctrl-C.
+    Without -f: 0. Errors (no such task, no log yet, server unreachable): 1.
+    """
     api, _ = connect()
     try:
         task = jobs.follow_log(api, task_id, lambda text: click.echo(text, nl=False), follow)
@@ -154,6 +161,7 @@ def logs(task_id, follow):
         raise SystemExit(130) from None  # the shell's code for Ctrl-C
     if follow:
         click.echo(f"Task {task_id} {jobs.status_text(task)}.", err=True)
+        raise SystemExit(jobs.exit_status(task))
 
 
 @click.command()

@@ -3,7 +3,7 @@
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import lab
 from .api import Api, HiveError
@@ -11,6 +11,10 @@ from .api import Api, HiveError
 ACTIVE = {"starting", "running", "stopping"}
 ENDED = {"exited", "killed", "failed"}
 POLL_SECONDS = 1.0  # how often `hive logs -f` asks while nothing new came (the page: 2 s)
+# The server answers actions at once and its workers carry them out: how long the client
+# waits to report how they went, and how often it looks.
+ACTION_WAIT_SECONDS = 120.0
+ACTION_POLL_SECONDS = 0.3
 
 
 def template_of(argv: tuple[str, ...] | list[str]) -> str:
@@ -50,32 +54,55 @@ def host_named(api: Api, name: str) -> dict:
     raise HiveError(f"No host named {name!r}; hosts: {known}.")
 
 
-def place_now(api: Api, me: str, count: int, host_name: str | None) -> Place:
-    """Where ``count`` GPUs are free for ``me`` now, as the lab's latest probe shows.
+@dataclass
+class Want:
+    """What `--gpus` asks for: a number of GPUs, or GPUs by name (`node-1:2,3`)."""
 
-    Without a host: best fit, as the queue does (the host with the fewest free GPUs that
-    still has enough), so hosts with many free GPUs stay whole for big jobs.
-    """
-    if count == 0:
+    count: int = 1
+    named: list[str] = field(default_factory=list)  # GPU names as lab.parse_gpus reads them
+
+    @classmethod
+    def parse(cls, text: str) -> "Want":
+        text = text.strip()
+        if text.isdigit():
+            return cls(count=int(text))
+        lab.parse_gpus([text])  # refuses a malformed one before anything is asked
+        return cls(named=[text])
+
+
+def place_now(api: Api, want: Want, host_name: str | None) -> Place:
+    """The GPUs the server chooses for ``want`` now (best fit, as its queue does, among the
+    GPUs the start rule lets this user use), or why there are none."""
+    if not want.named and want.count == 0:
         if not host_name:
             raise HiveError("Say where to run it: --host H (or ask for GPUs with --gpus N).")
         return Place(host_named(api, host_name), [])
-    host = host_named(api, host_name) if host_name else None
-    free: dict[str, list[lab.Gpu]] = {}
-    for gpu in lab.gpus(api, host_name or ""):
-        if gpu.free_for(me) and gpu.host_status == "up":
-            free.setdefault(gpu.host, []).append(gpu)
-    fitting = sorted((len(g), h) for h, g in free.items() if len(g) >= count)
-    if not fitting:
-        where = host_name or "any host"
-        have = max(map(len, free.values()), default=0)  # only the one host's, with --host
-        raise HiveError(
-            f"{count} GPU{'s' if count != 1 else ''} not free now on {where} (at most {have} "
-            "free); add --queue to start when they are."
-        )
-    chosen = fitting[0][1]
-    host = host or host_named(api, chosen)
-    return Place(host, free[chosen][:count])
+    if want.named:
+        body = {"devices": [d["id"] for d in lab.resolve_gpus(api, want.named)]}
+    else:
+        body = {"count": want.count}
+        if host_name:
+            body["host"] = host_named(api, host_name)["id"]
+    answer = api.post("placement/", body)
+    if not answer["placed"]:
+        raise HiveError(refusal(answer, want, host_name))
+    hosts = {g["host"] for g in answer["gpus"]}
+    if len(hosts) != 1:
+        raise HiveError("A job started now runs on one host: name GPUs of one host.")
+    chosen = [lab.Gpu.chosen(g) for g in answer["gpus"]]
+    return Place(host_named(api, hosts.pop()), chosen)
+
+
+def refusal(answer: dict, want: Want, host_name: str | None) -> str:
+    """The server's sentence and its first reasons, then what to do."""
+    if want.named:
+        head = "These GPUs cannot be used now"
+    else:
+        plural = "s" if want.count != 1 else ""
+        head = f"{want.count} GPU{plural} not usable now on {host_name or 'any host'}"
+    reasons = list(dict.fromkeys(r["detail"].rstrip(".") for r in answer["reasons"]))
+    shown = "; ".join(reasons[:3]) + (f"; and {len(reasons) - 3} more" if len(reasons) > 3 else "")
+    return f"{head}: {shown or answer['detail'].rstrip('.')}. Add --queue to start when they are."
 
 
 def create_job(api: Api, name: str, template: str, env: dict, place: Place) -> dict:
@@ -87,20 +114,42 @@ def start_job(api: Api, job: dict) -> None:
     """Start the job's task now; a refused start deletes the job again (nothing is left)."""
     results = api.post(f"jobs/{job['id']}/act/", {"action": "spawn"})["results"]
     refused = [r for r in results if r["error"]]
-    if not refused:
-        return
-    first = refused[0]
-    if first["status"] == "pending":  # refused before anything ran: leave no job behind
+    if refused:  # refused before anything ran: leave no job behind
         api.delete(f"jobs/{job['id']}/")
-        raise HiveError(f"Refused: {first['error']}")
-    raise HiveError(f"Job {job['id']} did not start: {first['error']}")
+        raise HiveError(f"Refused: {refused[0]['error']}")
+    for task in carried_out(api, [r["task"] for r in results]):
+        if task["status"] == "failed":  # kept, with why, for the owner to see
+            raise HiveError(
+                f"Job {job['id']} did not start: Task {task['id']} could not start: {task['error']}"
+            )
 
 
-def enqueue(api: Api, name: str, template: str, env: dict, count: int, host_name: str | None):
-    """Queue the command for ``count`` GPUs on one host (that one, or any)."""
-    host = host_named(api, host_name)["id"] if host_name else None
-    task = {"template": template, "env": env, "kind": "one_host", "gpu_count": count}
-    task["host"] = host
+def carried_out(
+    api: Api, task_ids: list[int], sleep: Callable[[float], None] = time.sleep
+) -> list[dict]:
+    """The tasks once the server's workers have carried out the actions asked of them."""
+    deadline = time.monotonic() + ACTION_WAIT_SECONDS
+    while True:
+        tasks = [get_task(api, pk) for pk in task_ids]
+        if not any(t.get("pending_action") or t["status"] == "starting" for t in tasks):
+            return tasks
+        if time.monotonic() > deadline:
+            raise HiveError(
+                f"The server's workers have not carried it out within {ACTION_WAIT_SECONDS:g} "
+                "s (they may be busy or stopped); see `hive jobs` later."
+            )
+        sleep(ACTION_POLL_SECONDS)
+
+
+def enqueue(api: Api, name: str, template: str, env: dict, want: Want, host_name: str | None):
+    """Queue the command for ``want``: N GPUs on one host (that one, or any), or named GPUs."""
+    task = {"template": template, "env": env}
+    if want.named:
+        devices = [d["id"] for d in lab.resolve_gpus(api, want.named)]
+        task.update(kind="devices", devices=devices)
+    else:
+        host = host_named(api, host_name)["id"] if host_name else None
+        task.update(kind="one_host", gpu_count=want.count, host=host)
     return api.post("queued-jobs/", {"name": name, "tasks": [task]})
 
 
@@ -130,7 +179,17 @@ def status_text(task: dict) -> str:
     if task["status"] == "killed":
         code = task["exit_code"]
         return "stopped" if code is None else f"stopped ({code})"
+    if task["status"] == "failed" and task.get("error"):
+        return f"failed: {task['error']}"
     return task["status"]
+
+
+def exit_status(task: dict) -> int:
+    """What `hive logs -f` exits with: the task's own code when it exited by itself (as the
+    shell would give it, 0-255), else 1 (stopped, or it could not run)."""
+    if task["status"] == "exited" and task["exit_code"] is not None:
+        return task["exit_code"] & 0xFF
+    return 1
 
 
 # --- logs --------------------------------------------------------------------------------------
@@ -174,7 +233,11 @@ def _drain(api: Api, task_id: int, offset: int, write: Callable[[str], None]) ->
 
 def stop_job(api: Api, job_id: int, kill: bool) -> list[dict]:
     """SIGTERM (then SIGKILL after the server's grace period), or SIGKILL now, to every
-    running task of the job; the API's results per task."""
+    running task of the job; the API's results per task, once the workers sent them (with
+    the host's refusal as the error)."""
     get_job(api, job_id)  # a clear "no such job" before acting
     action = "kill" if kill else "stop"
-    return api.post(f"jobs/{job_id}/act/", {"action": action})["results"]
+    results = api.post(f"jobs/{job_id}/act/", {"action": action})["results"]
+    asked = [r["task"] for r in results if not r["error"]]
+    errors = {t["id"]: t["error"] for t in carried_out(api, asked) if t["error"]}
+    return [{**r, "error": r["error"] or errors.get(r["task"], "")} for r in results]

@@ -22,6 +22,25 @@ class Gpu:
     processes: list[dict] = field(default_factory=list)
     reservation: dict | None = None
     next_reservation: dict | None = None
+    # The server's start rule for the signed-in user: whether they may start on it now,
+    # and if not, why ({"code", "device", "detail"}; see GET /api/placement/).
+    usable: bool = False
+    reasons: list[dict] = field(default_factory=list)
+
+    @classmethod
+    def chosen(cls, row: dict) -> "Gpu":
+        """A GPU the placement endpoint chose (usable by definition)."""
+        return cls(
+            id=row["id"],
+            host=row["host"],
+            index=row["index"],
+            model=row["model"],
+            present=True,
+            host_status="up",
+            memory_total_mib=row["memory_total_mib"],
+            latest=None,
+            usable=True,
+        )
 
     @property
     def name(self) -> str:
@@ -31,13 +50,7 @@ class Gpu:
     def users(self) -> list[str]:
         return sorted({p.get("user") or "?" for p in self.processes})
 
-    def free_for(self, username: str) -> bool:
-        """Up, unused, and not booked by someone else right now."""
-        if not self.present or self.latest is None or self.processes:
-            return False
-        return not (self.reservation and self.reservation["owner"] != username)
-
-    def as_dict(self, username: str) -> dict:
+    def as_dict(self) -> dict:
         latest = self.latest or {}
         return {
             "id": self.id,
@@ -55,7 +68,8 @@ class Gpu:
             "processes": self.processes,
             "reservation": self.reservation,
             "next_reservation": self.next_reservation,
-            "free": self.free_for(username),
+            "free": self.usable,
+            "reasons": self.reasons,
         }
 
 
@@ -65,7 +79,8 @@ def devices(api: Api, host: str = "") -> list[dict]:
 
 
 def gpus(api: Api, host: str = "") -> list[Gpu]:
-    """Every GPU (of one host), with its processes and its current and next booking."""
+    """Every GPU (of one host), with its processes, its current and next booking, and
+    whether the signed-in user may start on it now (the server decides)."""
     hosts = {h["name"]: h["status"] for h in api.get("hosts/")}
     if host and host not in hosts:
         raise HiveError(f"No host named {host!r}; hosts: {', '.join(sorted(hosts)) or 'none'}.")
@@ -75,6 +90,9 @@ def gpus(api: Api, host: str = "") -> list[Gpu]:
         if process.get("device") in by_id:
             by_id[process["device"]].processes.append(process)
     _attach_bookings(api, by_id, now())
+    for row in api.get("placement/"):
+        if row["id"] in by_id:
+            by_id[row["id"]].usable, by_id[row["id"]].reasons = row["usable"], row["reasons"]
     return sorted(found, key=lambda g: (g.host, g.index))
 
 

@@ -80,7 +80,9 @@ def revoke_previous(previous: config.Config, url: str) -> None:
 
 @cli.command()
 @click.option("--host", help="Only this host.")
-@click.option("--free", is_flag=True, help="Only GPUs free for you now.")
+@click.option(
+    "--free", is_flag=True, help="Only GPUs you may start on now (the server's start rule)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 def status(host, free, as_json):
     """Every GPU: use, memory, who runs what, who booked it until when."""
@@ -88,9 +90,9 @@ def status(host, free, as_json):
     me = whoami(api, settings)
     gpus = lab.gpus(api, host or "")
     if free:
-        gpus = [g for g in gpus if g.free_for(me)]
+        gpus = [g for g in gpus if g.usable]
     if as_json:
-        print_json([g.as_dict(me) for g in gpus])
+        print_json([g.as_dict() for g in gpus])
         return
     if not gpus:
         click.echo("No free GPUs." if free else "No GPUs.")
@@ -123,6 +125,9 @@ def gpu_state(gpu: lab.Gpu, me: str) -> str:
         return render.paint("busy", fg="yellow")
     if gpu.reservation and gpu.reservation["owner"] != me:
         return render.paint("reserved", fg="yellow")
+    if not gpu.usable:  # e.g. "no grant", "held by task": the start rule's first reason
+        code = gpu.reasons[0]["code"] if gpu.reasons else "not usable"
+        return render.paint(code.replace("_", " "), fg="yellow")
     return render.paint("free", fg="green")
 
 
@@ -226,8 +231,61 @@ def cancel(ids):
         click.echo(f"{'Ended' if started else 'Cancelled'} #{booking_id} {booking['title']!r}.")
 
 
+@cli.command()
+@click.argument("ids", nargs=-1, type=int, required=True)
+def keep(ids):
+    """Keep reservations by ID: their idle GPUs are not given back before they end."""
+    api, _ = connect()
+    for booking_id in ids:
+        notice = api.post("idle-notices/keep/", {"reservation": booking_id})
+        click.echo(f"Kept #{booking_id}: {notice['outcome']}")
+
+
+@cli.command()
+@click.option("--by", type=click.Choice(["user", "group", "host"]), default="user")
+@click.option("--period", type=click.Choice(["day", "week", "month"]), default="week")
+@click.option("--from", "start", help="First day, YYYY-MM-DD (default: 29 days before --to).")
+@click.option("--to", "end", help="Last day, YYYY-MM-DD (default: today).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+def usage(by, period, start, end, as_json):
+    """GPU-hours reserved, used and idle, and energy: yours (admins: everyone's)."""
+    api, _ = connect()
+    lines = api.get("usage/", by=by, period=period, start=start, end=end)
+    if as_json:
+        print_json(lines)
+        return
+    if not lines:
+        click.echo("No use recorded in this period.")
+        return
+    rows = [
+        [
+            line["period"],
+            line["name"],
+            f"{line['reserved_hours']:.1f}",
+            f"{line['used_hours']:.1f}",
+            f"{line['idle_hours']:.1f}",
+            f"{line['energy_kwh']:.2f}",
+            f"{line['co2e_kg']:.2f}",
+        ]
+        for line in lines
+    ]
+    headers = [period.upper(), by.upper(), "RESERVED H", "USED H", "IDLE H", "KWH", "CO2E KG"]
+    click.echo(render.table(headers, rows))
+
+
 for command in jobcommands.COMMANDS:
     cli.add_command(command)
+
+# Shown at the end of every command's --help; a command with statuses of its own (`logs -f`)
+# says them in its own text first.
+EXIT_STATUSES = (
+    "Exit status: 0 done; 1 an error or a refusal (one line on stderr: unreachable server, "
+    "expired token, no permission, the server's reason); 2 a usage error; 130 Ctrl-C. "
+    "--json output: the API's objects, fields only ever added (see the README)."
+)
+for command in cli.commands.values():
+    command.epilog = EXIT_STATUSES
+cli.epilog = EXIT_STATUSES
 
 
 def main():

@@ -29,8 +29,23 @@
   let pointerDown = null; // where a drag began: the columns between it and its end are ticked
   element.addEventListener("pointerdown", (e) => { pointerDown = { x: e.clientX, y: e.clientY }; }, true);
 
+  // One host shown: its name is in the page's heading and a column says only its GPU index.
+  const oneHost = new Set(config.resources.map((r) => r.title.split(":")[0])).size === 1;
+  const phone = window.matchMedia("(max-width: 767.98px)").matches;
+
+  // The index is shown; the host's name stays in the text, at size zero (not Bootstrap's
+  // visually-hidden, which would break the line), as the head's aria-label is its text.
+  function shortLabel(resource) {
+    const host = Object.assign(document.createElement("span"), {
+      className: "hive-unseen-prefix", textContent: resource.title.split(":")[0] + ":",
+    });
+    return { domNodes: [host, document.createTextNode(String(resource.extendedProps.index))] };
+  }
+
   const calendar = EventCalendar.create(element, {
-    view: "resourceTimeGridWeek",
+    view: phone ? "resourceTimeGridDay" : "resourceTimeGridWeek",
+    scrollTime: "07:00:00", // the working day in sight; every hour stays a scroll away
+    resourceLabelContent: (arg) => (oneHost ? shortLabel(arg.resource) : arg.resource.title),
     datesAboveResources: true,
     timeZone: "UTC",
     date: config.date || undefined,
@@ -43,7 +58,7 @@
     snapDuration: "00:30",
     height: "100%",
     headerToolbar: { start: "prev,next today", center: "title", end: "resourceTimeGridWeek,resourceTimeGridDay" },
-    buttonText: { resourceTimeGridWeek: "week", resourceTimeGridDay: "day", today: "today" },
+    buttonText: { resourceTimeGridWeek: "week", resourceTimeGridDay: "day", today: "today", prev: "previous", next: "next" },
     eventSources: [{
       events: (info, success, failure) => {
         const query = new URLSearchParams({ start: wall(info.start), end: wall(info.end) });
@@ -74,8 +89,10 @@
     const ticked = resourcesBetween(first && first.resource ? first.resource.id : info.resource.id, last);
     const box = document.getElementById("book-gpus");
     box.replaceChildren(...config.resources.map((r) => {
-      const label = document.createElement("label");
-      const input = Object.assign(document.createElement("input"), { type: "checkbox", name: "devices", value: r.id, checked: ticked.includes(r.id) });
+      const label = Object.assign(document.createElement("label"), { className: "form-check form-check-inline" });
+      const input = Object.assign(document.createElement("input"), {
+        type: "checkbox", name: "devices", value: r.id, checked: ticked.includes(r.id), className: "form-check-input",
+      });
       label.append(input, " " + r.title);
       return label;
     }));
@@ -85,8 +102,21 @@
     bookDialog.showModal();
   }
 
+  // Booking without a drag (keyboards, phones): the same dialog, tomorrow 09:00-17:00 to start.
+  document.getElementById("book-form-button").addEventListener("click", () => {
+    const day = new Date(config.tomorrow + "T00:00:00Z"); // the user's tomorrow, from the server
+    pointerDown = null;
+    openBooking({ start: new Date(day.getTime() + 9 * 3600e3), end: new Date(day.getTime() + 17 * 3600e3), resource: { id: null } });
+    bookForm.title.focus();
+  });
+
+  // "Close" is a plain button, so Enter in a field books (or saves) rather than closes.
+  document.querySelectorAll(".hive-dialog [data-close]").forEach((button) => {
+    button.addEventListener("click", () => { button.closest("dialog").close(); });
+  });
+  bookDialog.addEventListener("close", () => calendar.unselect());
+
   bookForm.addEventListener("submit", async (e) => {
-    if (e.submitter && e.submitter.value !== "book") { calendar.unselect(); return; }
     e.preventDefault();
     const devices = [...bookForm.querySelectorAll("input[name=devices]:checked")].map((i) => Number(i.value));
     try {
@@ -151,9 +181,9 @@
   }
 
   detailForm.addEventListener("submit", async (e) => {
-    const action = e.submitter && e.submitter.value;
-    if (action !== "save" && action !== "cancel-booking") return;
     e.preventDefault();
+    const action = e.submitter ? e.submitter.value : "save";
+    if (action !== "save" && action !== "cancel-booking") return;
     try {
       if (action === "save") {
         const changes = { title: detailForm.title.value, description: detailForm.description.value };

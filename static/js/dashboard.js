@@ -1,5 +1,5 @@
-/* Live dashboard: keeps the server-rendered host cards current from the websocket, draws
- * rolling charts with uPlot and saves the user's layout (history.js draws GPU history).
+/* A host's live card (on its page): kept current from the websocket, with rolling charts
+ * drawn by uPlot in the user's saved layout (history.js draws GPU history).
  * Everything that came from a host (commands, user names, errors) is set as text, never HTML.
  */
 (function () {
@@ -134,7 +134,6 @@
     const section = document.getElementById("host-" + host.id);
     if (!section) return false;
     section.className = "host status-" + host.status;
-    section.hidden = layout.hidden_hosts.indexOf(host.id) !== -1;
     section.querySelector(".state").textContent = stateText(host);
     section.querySelector(".error").textContent = host.last_error;
     const cpu = host.cpu || {};
@@ -159,13 +158,10 @@
   }
 
   function onSnapshot(message) {
-    let unknown = false;
     message.hosts.forEach((host) => {
       record(host);
-      if (!updateCard(host)) unknown = true;
-      else if (!document.getElementById("host-" + host.id).hidden) drawCharts(host.id);
+      if (updateCard(host)) drawCharts(host.id); // only this page's host has a card
     });
-    if (unknown) window.location.reload(); // a host was added: render its card server-side
   }
 
   function connect(delay) {
@@ -191,11 +187,7 @@
     document.querySelectorAll("#chart-choices li").forEach((li) => {
       if (li.querySelector("input").checked) charts.push(li.dataset.chart);
     });
-    const hidden = [];
-    document.querySelectorAll(".host-choice").forEach((box) => {
-      if (!box.checked) hidden.push(Number(box.value));
-    });
-    return { charts: charts, hidden_hosts: hidden };
+    return { charts: charts, hidden_hosts: layout.hidden_hosts };
   }
 
   function saveLayout() {
@@ -211,9 +203,8 @@
       layout = body;
       message.textContent = "Saved.";
       resetCharts();
-      document.querySelectorAll("section.host").forEach((section) => {
-        section.hidden = layout.hidden_hosts.indexOf(Number(section.dataset.host)) !== -1;
-        if (!section.hidden) drawCharts(Number(section.dataset.host));
+      document.querySelectorAll("section.host[data-host]").forEach((section) => {
+        drawCharts(Number(section.dataset.host));
       });
     })).catch(() => { message.textContent = "Could not save the layout."; });
   }
@@ -230,9 +221,6 @@
       else if (event.target.classList.contains("down") && li.nextElementSibling) li.nextElementSibling.after(li);
       else return;
       saveLayout();
-    });
-    document.querySelectorAll(".host-choice").forEach((box) => {
-      box.checked = layout.hidden_hosts.indexOf(Number(box.value)) === -1;
     });
     document.getElementById("layout-controls").addEventListener("change", saveLayout);
   }

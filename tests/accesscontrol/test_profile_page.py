@@ -66,3 +66,22 @@ def test_the_usual_account_is_shown_when_an_admin_set_one(client, owner):
     profile.save()
     client.force_login(owner)
     assert "Jobs run as <code>owen</code> on every host." in client.get(URL).content.decode()
+
+
+def test_a_user_is_told_when_their_account_does_not_exist_on_this_machine(client, owner, db):
+    from monitoring import localaccounts
+    from monitoring.models import Host
+
+    Host.objects.create(name="localhost", address="localhost", transport=Host.Transport.LOCAL)
+    profile = profile_for(owner)
+    profile.unix_username = "gpuhive-no-such-account"
+    profile.save()
+    client.force_login(owner)
+    page = client.get(URL).content.decode()
+    expected = localaccounts.problem("localhost", "gpuhive-no-such-account")
+    assert expected  # as root: no such account; otherwise: tasks run only as the service's
+    assert f'role="alert">{expected}'.replace("'", "&#x27;") in page
+
+    profile.unix_username = localaccounts.service_account()  # one that exists here
+    profile.save()
+    assert 'role="alert"' not in client.get(URL).content.decode()

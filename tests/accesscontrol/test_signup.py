@@ -4,6 +4,8 @@ The sshd lets the service key into any account (one authorized_keys file for all
 account running the tests is root or the service's own, which sign-up refuses, so the
 person signing up is a real ordinary account (UID >= 1000) the tests create; the proof
 file is written into its home, as that person would.
+The request hands the proof to the workers and waits for their answer: a thread
+stands in for them (so the tests' rows must be committed: transaction=True).
 """
 
 import os
@@ -27,6 +29,9 @@ from tests.monitoring.conftest import (  # noqa: F401  (fixtures)
     sshd,
 )
 from tests.realparts import remove_unix_account, unix_account
+from tests.workers import Workers
+
+pytestmark = pytest.mark.django_db(transaction=True)
 
 URL = "/access/signup/"
 User = get_user_model()
@@ -83,6 +88,12 @@ def code_on_the_page(client) -> str:
     return re.search(r"echo ([0-9a-f]{32}) &gt; ~/" + re.escape(PROOF_FILE), page)[1]
 
 
+@pytest.fixture
+def workers():
+    with Workers():
+        yield
+
+
 def form(host, username=MEMBER, **extra) -> dict:
     return {
         "host": host.pk,
@@ -98,7 +109,9 @@ def test_it_is_off_unless_enabled(client, db):
     assert client.get(URL).status_code == 404
 
 
-def test_it_creates_the_account_when_the_home_holds_the_code(client, probed_host, proof_file):
+def test_it_creates_the_account_when_the_home_holds_the_code(
+    client, probed_host, proof_file, workers
+):
     code = code_on_the_page(client)
     assert "ssh-ed25519" in client.get(URL).content.decode()  # the key to install
     assert code_on_the_page(client) == code  # the same code until it has served
@@ -113,7 +126,7 @@ def test_it_creates_the_account_when_the_home_holds_the_code(client, probed_host
 
 
 @pytest.mark.parametrize("written", [None, "0" * 32, ""])
-def test_the_authorised_key_alone_proves_nothing(client, probed_host, proof_file, written):
+def test_the_authorised_key_alone_proves_nothing(client, probed_host, proof_file, workers, written):
     # Anyone could name an account whose owner put the service key in: without the code
     # in its home (only the owner can write there) no account is created.
     code_on_the_page(client)
@@ -125,7 +138,7 @@ def test_the_authorised_key_alone_proves_nothing(client, probed_host, proof_file
     assert not User.objects.filter(username=MEMBER).exists()
 
 
-def test_another_visitor_s_code_does_not_serve(client, probed_host, proof_file):
+def test_another_visitor_s_code_does_not_serve(client, probed_host, proof_file, workers):
     from django.test import Client
 
     proof_file(code_on_the_page(Client()))  # the code someone else's browser was shown
@@ -134,7 +147,7 @@ def test_another_visitor_s_code_does_not_serve(client, probed_host, proof_file):
     assert not User.objects.filter(username=MEMBER).exists()
 
 
-def test_an_account_the_key_does_not_open_is_refused(client, probed_host, proof_file):
+def test_an_account_the_key_does_not_open_is_refused(client, probed_host, proof_file, workers):
     proof_file(code_on_the_page(client))
     response = client.post(URL, form(probed_host, username="nobody"))
     assert response.status_code == 400
@@ -203,7 +216,7 @@ def test_root_cannot_sign_up_even_with_the_proof_in_its_home(client, probed_host
     assert not User.objects.filter(username="root").exists()
 
 
-def test_a_system_account_cannot_sign_up(client, probed_host, system_account):
+def test_a_system_account_cannot_sign_up(client, probed_host, system_account, workers):
     write_proof(system_account, code_on_the_page(client))
     response = client.post(URL, form(probed_host, username=system_account.pw_name))
     assert response.status_code == 400
@@ -231,7 +244,13 @@ def test_the_service_account_cannot_sign_up(client, probed_host, proof_file, mon
     assert "own account (it holds the key to every host)" in response.content.decode()
 
 
-def test_the_proof_counts_only_on_the_host_it_was_made_on(client, probed_host, proof_file, sshd):  # noqa: F811
+def test_the_proof_counts_only_on_the_host_it_was_made_on(
+    client,
+    probed_host,
+    proof_file,
+    sshd,  # noqa: F811
+    workers,
+):
     other_host = make_host(sshd, "node-3", "127.0.0.3")
     proof_file(code_on_the_page(client))
     assert client.post(URL, form(probed_host)).status_code == 302
@@ -252,7 +271,9 @@ def test_a_name_someone_holds_on_that_host_is_refused(client, probed_host, proof
     assert proof_path(me_account()).exists()  # refused before logging in
 
 
-def test_proofs_are_limited_per_address_and_name(client, probed_host, proof_file, settings):
+def test_proofs_are_limited_per_address_and_name(
+    client, probed_host, proof_file, settings, workers
+):
     settings.SIGNUP_ATTEMPTS = 2
     code = code_on_the_page(client)
     for _ in range(2):
@@ -269,3 +290,15 @@ def test_proofs_are_limited_per_address_and_name(client, probed_host, proof_file
     elsewhere = Client(REMOTE_ADDR="10.7.7.7")  # another address, the same name: still limited
     code_on_the_page(elsewhere)
     assert "Too many sign-up attempts" in elsewhere.post(URL, form(probed_host)).content.decode()
+
+
+def test_without_workers_the_page_says_so_in_bounded_time(probed_host, proof_file, settings):
+    from django.test import Client
+
+    settings.WORKER_ANSWER_SECONDS = 0.5
+    client = Client()
+    proof_file(code_on_the_page(client))  # no workers run: nobody takes the question
+    response = client.post(URL, form(probed_host))
+    assert response.status_code == 400
+    assert "did not answer within 0.5 s" in response.content.decode()
+    assert not User.objects.filter(username=MEMBER).exists()

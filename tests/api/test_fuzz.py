@@ -84,6 +84,12 @@ def auth(persona, request, fuzz_lab):
     return {"Authorization": f"Bearer {secret}"}
 
 
+@pytest.fixture
+def impatient(settings):
+    """No workers run here: a port pick waits for their answer this long, then says so."""
+    settings.WORKER_ANSWER_SECONDS = 0.2
+
+
 @pytest.mark.parametrize("persona", ["owner", "admin_user"])
 @schema.parametrize()
 @hypothesis_settings(
@@ -93,6 +99,6 @@ def auth(persona, request, fuzz_lab):
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 def test_no_operation_fails_or_breaks_the_schema(
-    case, auth, no_token_throttle, in_test_transaction
+    case, auth, no_token_throttle, in_test_transaction, impatient
 ):
     case.call_and_validate(headers=auth, checks=CHECKS)

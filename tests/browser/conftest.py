@@ -6,7 +6,9 @@ pytest process (`-m browser`). Every test collected here carries the marker.
 """
 
 import os
+import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -39,13 +41,39 @@ def chromium():
     mp.undo()
 
 
+# Screenshots of failed browser tests are kept here (CI keeps the folder as an artefact).
+ARTEFACTS = Path(os.environ.get("HIVE_BROWSER_ARTEFACTS", "test-results/browser")).resolve()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
 @pytest.fixture
-def page(chromium):
+def page(chromium, request):
     context = chromium.new_context(viewport={"width": 1400, "height": 900}, locale="en-GB")
     context.set_default_timeout(10_000)
     page = context.new_page()
     yield page
+    keep_screenshot_if_failed(request.node, page)
     context.close()
+
+
+def keep_screenshot_if_failed(item, page):
+    report = getattr(item, "report_call", None)
+    if report is None or not report.failed:
+        return
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    target = ARTEFACTS / (re.sub(r"[^\w.-]+", "_", item.nodeid)[-150:] + ".png")
+    try:
+        page.screenshot(path=str(target), full_page=True)
+    except Exception as error:  # noqa: BLE001 - a closed page must not hide the failure
+        print(f"no screenshot of {item.nodeid}: {error}")
+        return
+    print(f"screenshot of the failed test: {target}")
 
 
 @pytest.fixture

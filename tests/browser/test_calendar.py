@@ -118,3 +118,64 @@ def test_others_see_details_without_cancel(login, lab, live_server, owner):
     details = page.locator("#detail-dialog")
     details.wait_for(state="visible")
     assert details.locator("#detail-cancel").is_hidden()
+
+
+# The effective colours of an element: its text colour and the first opaque background up.
+COLOURS = """el => {
+  let node = el, bg = "rgba(0, 0, 0, 0)";
+  while (node && (bg === "rgba(0, 0, 0, 0)" || bg === "transparent")) {
+    bg = getComputedStyle(node).backgroundColor; node = node.parentElement;
+  }
+  return [getComputedStyle(el).color, bg, el.innerText.trim()];
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_day_and_gpu_heads_are_readable(login, lab, live_server, scheme):
+    page = login("owner", "pw-owner-1")
+    page.emulate_media(color_scheme=scheme)
+    open_calendar(page, live_server)
+    days, gpus = page.locator(".ec-header .ec-col-group"), page.locator(".ec-header .ec-col-head")
+    assert days.count() == 7 and gpus.count() == 7 * 4
+    for head in (days.first, days.nth(3), gpus.first, gpus.nth(5)):
+        colour, background, text = head.evaluate(COLOURS)
+        assert text and colour != background, (text, colour, background)
+
+
+def test_the_midnight_hour_can_be_booked_by_a_drag(login, lab, live_server):
+    page = login("owner", "pw-owner-1")
+    open_calendar(page, live_server)
+    page.locator(".ec-main").evaluate("main => { main.scrollTop = 0; }")  # it opens at 07:00
+    drag(page, point(page, 0, 0, 5), point(page, 1, 0, 55))
+    dialog = page.locator("#book-dialog")
+    dialog.wait_for(state="visible")
+    assert dialog.locator("input[name=start]").input_value() == f"{tomorrow()}T00:00"
+    assert dialog.locator("input[name=end]").input_value() == f"{tomorrow()}T01:00"
+    dialog.locator("input[name=title]").fill("night run")
+    dialog.locator("#book-submit").click()
+    dialog.wait_for(state="hidden")
+    reservation = Reservation.objects.get()
+    assert (reservation.start, reservation.end) == (at(0), at(1))
+
+
+def test_booking_with_the_keyboard_form(login, lab, live_server):
+    page = login("owner", "pw-owner-1")
+    open_calendar(page, live_server)
+    page.focus("#book-form-button")
+    page.keyboard.press("Enter")
+    dialog = page.locator("#book-dialog")
+    dialog.wait_for(state="visible")
+    page.keyboard.type("two for tomorrow")  # the title has the focus
+    for gpu in lab[:2]:
+        dialog.locator(f"input[name=devices][value='{gpu.pk}']").focus()
+        page.keyboard.press("Space")
+    # Tomorrow 09:00-17:00 is offered; keep it and send with Enter from the title.
+    assert dialog.locator("input[name=start]").input_value() == f"{tomorrow()}T09:00"
+    page.focus("#book-title")
+    page.keyboard.press("Enter")
+    dialog.wait_for(state="hidden")
+    reservation = Reservation.objects.get()
+    assert reservation.title == "two for tomorrow" and reservation.devices.count() == 2
+    assert (reservation.start, reservation.end) == (at(9), at(17))
+    page.reload()
+    assert "two for tomorrow" in page.locator("#my-upcoming").inner_text()

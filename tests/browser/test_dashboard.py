@@ -1,4 +1,5 @@
-"""The live dashboard in a real Chromium, against a real daphne, sshd and the fake nvidia-smi.
+"""The live GPU board and host pages in a real Chromium, against a real daphne, sshd and the
+fake nvidia-smi.
 
 The probing cycle runs in the test process, the web server in another (as the worker and the
 web process do in production); on the embedded profile only the database joins them.
@@ -13,7 +14,7 @@ from django.db import connection
 from monitoring import lease
 from monitoring.connections import pool
 from monitoring.loop import LOOP_ACTIVITY, ProbeLoop
-from monitoring.models import Host
+from monitoring.models import Device, Host
 from tests.monitoring.conftest import make_host
 from tests.monitoring.test_ssh_probe import UUID0, UUID1
 
@@ -55,36 +56,40 @@ def lab(sshd, gpus, owner):
     gpus("127.0.0.3").set_gpus(gpu_rows(22))
     hosts = [make_host(sshd, "node-2", "127.0.0.2"), make_host(sshd, "node-3", "127.0.0.3")]
     loop = ProbeLoop(holder="browser-test")
-    settle(loop)
+    for _ in range(10):  # until both hosts are probed: tiles exist only for GPUs seen once
+        settle(loop)
+        if Device.objects.filter(host__in=hosts).count() == 4:
+            break
     yield loop, hosts
     loop.executor.shutdown(wait=True)
     pool.close()
 
 
-def sign_in(page, url):
-    page.goto(f"{url}/accounts/login/?next=/")
+def sign_in(page, url, next_page="/"):
+    page.goto(f"{url}/accounts/login/?next={next_page}")
     page.fill("input[name=username]", "owner")
     page.fill("input[name=password]", "pw-owner-1")
     page.click("[type=submit]")
     page.wait_for_selector("#live-state")
 
 
-def util_cell(page, host):
-    return page.locator(f"#host-{host.pk} table.gpus tbody tr").first.locator("td").nth(2)
+def tile(host, index=0):
+    """The board tile of a GPU of ``host``."""
+    return f"#gpu-{host.devices.get(index=index).pk}"
 
 
-def test_the_dashboard_follows_a_change_on_a_host_within_one_interval(
+def figures(page, host, index=0):
+    return page.locator(f"{tile(host, index)} .gt-figs").inner_text()
+
+
+def test_the_board_follows_a_change_on_a_host_within_one_interval(
     asgi_live_server, lab, gpus, page
 ):
     loop, (node2, node3) = lab
     sign_in(page, asgi_live_server)
     page.wait_for_function("document.getElementById('live-state').textContent === 'live'")
-    assert util_cell(page, node2).inner_text() == "11"
-    assert util_cell(page, node3).inner_text() == "22"
-    assert page.locator(f"#host-{node2.pk} .disks").inner_text().startswith("Disk / ")
-    chart = f"#host-{node2.pk} .chart[data-chart=gpu_utilization] canvas"
-    page.wait_for_selector(chart)
-    before = page.eval_on_selector(chart, "c => c.toDataURL()")
+    assert figures(page, node2).startswith("11 %")
+    assert figures(page, node3).startswith("22 %")
     page.evaluate("window.notReloaded = true")
 
     gpus("127.0.0.2").set_gpus(gpu_rows(97))
@@ -92,17 +97,32 @@ def test_the_dashboard_follows_a_change_on_a_host_within_one_interval(
     # The page polls nothing itself: the server's websocket pushes once it sees the new probe.
     interval_ms = settings.MONITORING_INTERVAL * 1000
     page.wait_for_function(
-        f"document.querySelector('#host-{node2.pk} table.gpus tbody td:nth-child(3)')"
-        ".textContent === '97'",
+        f"document.querySelector('{tile(node2)} .gt-figs').textContent.startsWith('97 %')",
         timeout=interval_ms + 1500,
     )
     assert page.evaluate("window.notReloaded === true")
-    assert util_cell(page, node3).inner_text() == "22"
-    after = page.eval_on_selector(chart, "c => c.toDataURL()")
-    assert after != before  # the chart moved
+    assert figures(page, node3).startswith("22 %")
+    width = page.eval_on_selector(f"{tile(node2)} .gt-util", "bar => bar.style.width")
+    assert width == "97%"
     # Every cycle stored, signalled and pushed without a failure (the push once failed in
     # the test's own thread, hidden by the database marker the page also follows).
     assert lease.activity(LOOP_ACTIVITY).last_error == ""
+
+
+def test_a_host_page_chart_moves_live(asgi_live_server, lab, gpus, page):
+    loop, (node2, _) = lab
+    sign_in(page, asgi_live_server, f"/hosts/{node2.name}/")
+    chart = f"#host-{node2.pk} .chart[data-chart=gpu_utilization] canvas"
+    page.wait_for_selector(chart)
+    before = page.eval_on_selector(chart, "c => c.toDataURL()")
+    gpus("127.0.0.2").set_gpus(gpu_rows(97))
+    settle(loop)
+    page.wait_for_function(
+        f"document.querySelector('#host-{node2.pk} table.gpus tbody td:nth-child(3)')"
+        ".textContent === '97'",
+        timeout=settings.MONITORING_INTERVAL * 1000 + 1500,
+    )
+    assert page.eval_on_selector(chart, "c => c.toDataURL()") != before  # the chart moved
 
 
 def test_a_host_that_stops_answering_is_shown_down_live(asgi_live_server, lab, gpus, page):
@@ -110,18 +130,32 @@ def test_a_host_that_stops_answering_is_shown_down_live(asgi_live_server, lab, g
     sign_in(page, asgi_live_server)
     gpus("127.0.0.2").set_mode("fail")
     settle(loop)
-    state = page.locator(f"#host-{node2.pk} .error")
-    state.wait_for(state="visible")
-    page.wait_for_function(
-        f"document.querySelector('#host-{node2.pk} .error').textContent.includes('nvidia-smi')"
-    )
-    assert "last seen" in page.locator(f"#host-{node2.pk} .state").inner_text()
+    page.wait_for_function(f"document.querySelector('{tile(node2)}').classList.contains('gt-down')")
+    assert page.locator(f"{tile(node2)} .gt-state").inner_text() == "host down"
     gpus("127.0.0.2").set_mode("normal")
 
 
-def test_the_chosen_charts_hosts_and_order_are_remembered(asgi_live_server, lab, page):
+def test_the_filter_shows_only_matching_gpus_and_is_kept_in_the_address(
+    asgi_live_server, lab, page
+):
     _, (node2, node3) = lab
     sign_in(page, asgi_live_server)
+    page.select_option("#filter-host", "node-3")
+    assert page.locator(f"{tile(node2)}").is_hidden()
+    assert page.locator(f"{tile(node3)}").is_visible()
+    assert "host=node-3" in page.url
+    page.reload()
+    page.wait_for_selector("#live-state")
+    assert page.locator(f"{tile(node2)}").is_hidden()
+    assert page.input_value("#filter-host") == "node-3"
+    page.check("#filter-mine")  # owner has nothing booked
+    assert page.locator(".gpu-tile:visible").count() == 0
+    assert page.locator("#filter-count").inner_text() == "0 shown"
+
+
+def test_the_chosen_charts_and_order_are_remembered(asgi_live_server, lab, page):
+    _, (node2, _) = lab
+    sign_in(page, asgi_live_server, f"/hosts/{node2.name}/")
     page.click("#layout-controls summary")
     saved = "#layout-message:text('Saved.')"
     page.uncheck("#chart-choices input[value=gpu_power]")
@@ -129,10 +163,6 @@ def test_the_chosen_charts_hosts_and_order_are_remembered(asgi_live_server, lab,
     page.evaluate("document.getElementById('layout-message').textContent = ''")
     page.click("#chart-choices li[data-chart=cpu] button.up")
     page.wait_for_selector(saved)
-    page.evaluate("document.getElementById('layout-message').textContent = ''")
-    page.uncheck(f".host-choice[value='{node3.pk}']")
-    page.wait_for_selector(saved)
-    assert page.locator(f"#host-{node3.pk}").is_hidden()
 
     page.reload()
     page.wait_for_selector(f"#host-{node2.pk} .chart[data-chart=cpu]")
@@ -140,18 +170,17 @@ def test_the_chosen_charts_hosts_and_order_are_remembered(asgi_live_server, lab,
         f"#host-{node2.pk} .chart", "charts => charts.map(c => c.dataset.chart)"
     )
     assert shown == ["gpu_utilization", "gpu_memory", "gpu_temperature", "cpu", "ram"]
-    assert page.locator(f"#host-{node3.pk}").is_hidden()
     assert not page.is_checked("#chart-choices input[value=gpu_power]")
 
 
-def test_a_card_leads_to_the_host_page_with_its_hardware_and_history(asgi_live_server, lab, page):
+def test_a_tile_leads_to_the_host_page_with_its_hardware_and_history(asgi_live_server, lab, page):
     _, (node2, _) = lab
     sign_in(page, asgi_live_server)
-    page.click(f"#host-{node2.pk} h2 a")
+    page.click(f"{tile(node2)} .gt-name")
     page.wait_for_selector("table.hardware")
     node2 = Host.objects.get(pk=node2.pk)
     hardware = page.locator("table.hardware").inner_text()
     assert node2.hardware["driver_version"] in hardware and "12.2" in hardware
-    assert "NVIDIA A100-SXM4-40GB" in page.locator("table.gpus").inner_text()
+    assert "NVIDIA A100-SXM4-40GB" in page.locator("table.inventory").inner_text()
     page.wait_for_selector("#history-message:text('points')")
     assert page.locator("#history-chart .chart").count() == 4

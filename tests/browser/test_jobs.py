@@ -2,7 +2,8 @@
 each exact command before it runs, start it, watch a log live, and see the exit code.
 
 Real parts: Chromium, the test sshd (hosts 127.0.0.1 and 127.0.0.2), GNU screen, torch.
-The workers' status sync is played by this test (it calls the same function they call).
+The workers are played by a thread of this test (the queued free-port question and starts)
+and by the test itself (the sync and log fetch after each cycle, the function they call).
 """
 
 import re
@@ -11,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs import services
 from jobs.models import Task
+from jobs.tasks import sync_running
 from tests.jobs.conftest import (  # noqa: F401  (fixtures)
     _fresh_job_connections,
     fake_gpu_root,
@@ -24,6 +25,7 @@ from tests.jobs.conftest import (  # noqa: F401  (fixtures)
     wait_for,
 )
 from tests.realparts import require_torch
+from tests.workers import Workers
 
 TRAIN = Path(__file__).resolve().parents[2] / "examples" / "pytorch_ddp" / "train.py"
 TORCHRUN = Path(sys.executable).parent / "torchrun"
@@ -43,9 +45,13 @@ def test_a_two_host_pytorch_job_from_the_template(login, live_server, runner, no
     page.fill("textarea[name=command]", f"{TRAIN} --steps {{steps}}")
     page.fill("textarea[name=parameters]", "steps=20")
     page.fill("textarea[name=env]", "GLOO_SOCKET_IFNAME=lo\nOMP_NUM_THREADS=1")
-    page.click("button:has-text('Create')")
+    with Workers():
+        page.click("button:has-text('Create')")
+        commands = page.locator("pre.command").all_inner_texts()
+        _start_and_watch(page, commands)
 
-    commands = page.locator("pre.command").all_inner_texts()
+
+def _start_and_watch(page, commands):
     assert len(commands) == 2
     for rank, command in enumerate(commands):
         assert (
@@ -54,13 +60,21 @@ def test_a_two_host_pytorch_job_from_the_template(login, live_server, runner, no
         assert command.endswith(f"{TRAIN} --steps 20")
     page.click("button[value=spawn]")
     assert page.locator("text=Attach:").count() == 2  # screen -x hints for both tasks
-
     tasks = list(Task.objects.filter(job__name="ddp from the page").order_by("pk"))
+    # Answered at once; the page follows the tasks' states as the workers start them.
+    for task in tasks:
+        status = page.locator(f"#task-{task.pk} [data-role=status-text]")
+        assert wait_for(
+            lambda status=status: (
+                "Running" in status.inner_text() or "Exited" in status.inner_text()
+            ),
+            timeout=60,
+        )
     page.locator(f"#task-{tasks[0].pk} >> text=view").click()
 
     # The page follows the log while the "workers" sync the status.
     def finished():
-        services.sync_tasks([t for t in Task.objects.select_related("host") if t.is_active])
+        sync_running()
         return "exit 0" in page.inner_text("#status")
 
     assert wait_for(finished, timeout=180, step=1)

@@ -1,17 +1,22 @@
 """The `hive` client against a live test server: a small lab, users, and a config per test."""
 
+import threading
+
 import pytest
 from click.testing import CliRunner
 from django.core.cache import cache
+from django.db import connection
 from hive_cli import config
 from hive_cli.main import cli
 
 from accesscontrol.services import ensure_default_group
 from apitokens.services import issue_token
+from jobs.tasks import sync_running
 from monitoring.models import Device, Host
 
 # The real sshd, GNU screen and a node behind them, for the job commands (tests/jobs's own).
 from tests.jobs.conftest import fake_gpu_root, log_dir, node, runner, sshd  # noqa: F401
+from tests.workers import run_queued
 
 
 def gpu(index, used, util):
@@ -100,3 +105,34 @@ def signed_in(live_server):
         return secret
 
     return sign
+
+
+@pytest.fixture
+def gpu_node(node, runner):  # noqa: F811  (fixtures imported above)
+    """The test sshd's node-2, up, with its two GPUs idle in its latest probe."""
+    gpus = [{**gpu(i, 0, 0), "uuid": f"GPU-{i}-uuid"} for i in range(2)]
+    node.status = node.Status.UP
+    node.last_snapshot = {**SNAPSHOT, "host": "node-2", "gpus": gpus, "processes": []}
+    node.save()
+    return node
+
+
+@pytest.fixture
+def workers():
+    """What the workers do: the actions asked of them, and after each monitoring cycle,
+    ask the hosts which tasks ended and fetch the logs."""
+    done = threading.Event()
+
+    def loop():
+        try:
+            while not done.wait(0.3):
+                run_queued()
+                sync_running()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    yield
+    done.set()
+    thread.join(timeout=30)

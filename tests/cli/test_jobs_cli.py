@@ -7,20 +7,15 @@ import shlex
 import shutil
 import subprocess
 import sys
-import threading
 import uuid
 
 import pytest
-from django.db import connection
 
 from accesscontrol.services import profile_for
 from jobs import remote, services
 from jobs.models import Job, Task
-from jobs.tasks import sync_running
 from queueing.models import QueuedJob
 from tests.jobs.conftest import wait_for
-
-from .conftest import SNAPSHOT, gpu
 
 # Prints its arguments as Python sees them, a line at a time, then exits with 3.
 TALKER = (
@@ -50,35 +45,6 @@ def _own_screen_sessions(settings):
         subprocess.run(["pkill", "-KILL", "-s", session.split(".")[0]], check=False)
         subprocess.run(["screen", "-S", session, "-X", "quit"], capture_output=True, check=False)
     subprocess.run(["screen", "-wipe"], capture_output=True, check=False)
-
-
-@pytest.fixture
-def gpu_node(node, runner):
-    """The test sshd's node-2, up, with its two GPUs idle in its latest probe."""
-    gpus = [{**gpu(i, 0, 0), "uuid": f"GPU-{i}-uuid"} for i in range(2)]
-    node.status = node.Status.UP
-    node.last_snapshot = {**SNAPSHOT, "host": "node-2", "gpus": gpus, "processes": []}
-    node.save()
-    return node
-
-
-@pytest.fixture
-def workers():
-    """What the workers do after each monitoring cycle: ask the hosts which tasks ended."""
-    done = threading.Event()
-
-    def loop():
-        try:
-            while not done.wait(0.3):
-                sync_running()
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    yield
-    done.set()
-    thread.join(timeout=30)
 
 
 def submitted_task(output: str) -> Task:
@@ -117,7 +83,7 @@ def test_submit_runs_now_logs_follow_to_the_end_and_jobs_shows_the_exit_code(
     assert task.status == Task.Status.RUNNING and task.job.name == "talk"
 
     result = hive("logs", "-f", str(task.pk))
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output  # the task's own exit code
     assert "gpus GPU-0-uuid seed 7" in result.stdout
     assert f"args {ODD_ARGS!r}" in result.stdout  # every argument arrived literally
     assert [f"line {i}" in result.stdout for i in range(5)] == [True] * 5
@@ -139,7 +105,10 @@ def test_submit_picks_free_gpus_and_says_when_there_are_not_enough(
     signed_in(runner)
     result = hive("submit", "--gpus", "3", "--", "true")
     assert result.exit_code == 1
-    assert "3 GPUs not free now on any host (at most 2 free); add --queue" in result.output
+    assert (
+        "3 GPUs not usable now on any host: There are not 3 GPUs on one host that fit the "
+        "request. Add --queue to start when they are." in result.output
+    )
     result = hive("submit", "--host", "node-9", "--", "true")
     assert result.exit_code == 1 and "No host named 'node-9'; hosts: node-2." in result.output
     result = hive("submit", "--gpus", "0", "--", "true")
@@ -245,12 +214,13 @@ def test_a_refused_start_says_why_and_leaves_no_job(hive, signed_in, owner, lab)
     signed_in(owner)  # no grant: access control refuses before anything runs
     result = hive("submit", "--host", "node-1", "--", "true")
     assert result.exit_code == 1
-    assert "Refused: owner is not allowed on node-1:1" in result.output
+    assert "1 GPU not usable now on node-1:" in result.output
+    assert "owner is not allowed on node-1:1" in result.output
     assert not Job.objects.exists()
 
 
 def test_a_start_that_fails_on_the_host_says_why_and_keeps_the_failed_job(
-    hive, signed_in, runner, gpu_node
+    hive, signed_in, runner, gpu_node, workers
 ):
     profile = profile_for(runner)
     profile.unix_username = "no-such-account"  # the host refuses the login

@@ -1,9 +1,9 @@
 """Workers on two machines, as the README's "Production" section sets them up: each machine has
 its own data directory with the service's SSH key copied into it, the same hive.env (one
 PostgreSQL, one Redis, one SECRET_KEY) and runs what `deploy/systemd/gpuhive-workers.service`
-runs (ExecStartPre creates the schedules, ExecStart is `manage.py qcluster`), each in a process
-group of its own. They share the probing loop's lease and Redis's task queue; the machine
-whose loop holds the lease then dies (SIGKILL to its whole process group) and the other
+runs (`manage.py workers`: the schedules, then the cluster under its supervisor), each in a
+session of its own. They share the probing loop's lease and Redis's task queue; the machine
+whose loop holds the lease then dies (SIGKILL to every process of its session) and the other
 machine's loop takes over through the watchdog schedule."""
 
 import contextlib
@@ -25,6 +25,7 @@ from django_q.tasks import async_task
 
 from monitoring.loop import LOOP_ACTIVITY, SCHEDULES, lease_seconds
 from monitoring.models import Activity, Host
+from tests.faults.supervised import session_members
 from tests.monitoring.conftest import make_host
 from tests.monitoring.test_ssh_probe import UUID0, gpu_row
 from tests.security.conftest import service_env
@@ -38,8 +39,8 @@ INTERVAL = 0.5  # MONITORING_INTERVAL in the shared hive.env: the loop records e
 # loop; no setting shortens that.
 SCHEDULER_CADENCE = 30
 WATCHDOG_PERIOD = 60 * SCHEDULES["monitoring: probing loop (watchdog)"][1]
-# Startup: qcluster boots, its first look at the schedules comes 30 s later and fires the
-# watchdog (created due "now"), whose loop connects and probes.
+# Startup: each supervisor probes once and queues a loop at once; the bound is still that of
+# the watchdog schedule (qcluster boots, its first look at the schedules comes 30 s later).
 LOOP_START_BOUND = SCHEDULER_CADENCE + 60
 
 
@@ -54,16 +55,13 @@ def redis_broker(settings):
     broker.purge_queue()
 
 
-def unit_commands() -> tuple[list[str], list[str]]:
-    """ExecStartPre and ExecStart of the workers' unit, run by this test's Python."""
+def unit_command() -> list[str]:
+    """ExecStart of the workers' unit, run by this test's Python."""
     lines = UNIT.read_text().splitlines()
-    commands = []
-    for key in ("ExecStartPre=", "ExecStart="):
-        (line,) = (line for line in lines if line.startswith(key))
-        argv = shlex.split(line.removeprefix(key))
-        assert argv[0] == "/opt/gpuhive/.venv/bin/python", argv
-        commands.append([sys.executable, *argv[1:]])
-    return commands[0], commands[1]
+    (line,) = (line for line in lines if line.startswith("ExecStart="))
+    argv = shlex.split(line.removeprefix("ExecStart="))
+    assert argv[0] == "/opt/gpuhive/.venv/bin/python", argv
+    return [sys.executable, *argv[1:]]
 
 
 class WorkerMachine:
@@ -81,36 +79,32 @@ class WorkerMachine:
         self.proc = None
 
     def start(self) -> None:
-        pre, start = unit_commands()
-        out = subprocess.run(
-            pre, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120
-        )
-        assert out.returncode == 0, f"{self.name} ExecStartPre: {out.stderr}"
         with self.log.open("w") as log:
             self.proc = subprocess.Popen(
-                start,
+                unit_command(),
                 cwd=ROOT,
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group: the machine, killed at once
+                start_new_session=True,  # its own session: the machine, killed at once
             )
 
     def owns(self, pid: int | None) -> bool:
-        """Whether a process of this machine (its qcluster's group) has this pid."""
+        """Whether a process of this machine (its session: supervisor and cluster) has it."""
         if pid is None or self.proc is None:
             return False
         try:
-            return os.getpgid(pid) == self.proc.pid
+            return os.getsid(pid) == self.proc.pid
         except ProcessLookupError:
             return False
 
     def kill(self) -> None:
-        """The machine dies: SIGKILL to every process of its cluster, no cleanup run."""
+        """The machine dies: SIGKILL to every process of its session, no cleanup run."""
         if self.proc is None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        for pid in session_members(self.proc.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         self.proc.wait(timeout=10)
 
     def alive(self) -> bool:
@@ -178,6 +172,7 @@ def test_two_worker_machines_share_the_work_and_the_survivor_takes_over_the_loop
         "REDIS_URL": django_settings.REDIS_URL,
         "MONITORING_INTERVAL": str(INTERVAL),
         "Q_WORKERS": "2",  # one may hold the loop, one is free for tasks, on each machine
+        "Q_LOG_LEVEL": "INFO",  # django-q2's line per task: who started the survivor's loop
         "SSH_CONNECT_TIMEOUT": "3",
     }
     machines = [WorkerMachine(n, tmp_path, key_dir, hive_env) for n in ("machine-a", "machine-b")]

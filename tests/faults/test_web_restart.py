@@ -13,6 +13,7 @@ import pytest
 
 from jobs import services
 from jobs.models import Task
+from jobs.tasks import sync_running
 from tests.faults.test_database_lost import get
 from tests.jobs.conftest import (  # noqa: F401 (fixtures)
     _fresh_job_connections,
@@ -67,8 +68,12 @@ def test_a_killed_web_process_loses_no_task(runner, node, settings, client, tmp_
     web = Daphne(env, collect_static=False)
     try:
         assert answer(web, f"/api/tasks/{task.pk}/", session)["status"] == "running"
-        log = answer(web, f"/api/tasks/{task.pk}/log/", session)
-        assert "running before the restart" in log["text"]
+
+        def log_shown():
+            sync_running()  # the workers' part: sync, then fetch the logs
+            return answer(web, f"/api/tasks/{task.pk}/log/", session)["text"]
+
+        assert "running before the restart" in wait_for(log_shown)
         release.touch()
         assert wait_for(lambda: services.sync_tasks([Task.objects.get(pk=task.pk)]) == 1)
         shown = answer(web, f"/api/tasks/{task.pk}/", session)

@@ -2,6 +2,7 @@
 input gets a specific error and creates nothing."""
 
 import json
+import re
 import shlex
 
 import pytest
@@ -13,6 +14,7 @@ from django.urls import reverse
 from jobs import services, templating
 from jobs.models import Job, Task
 from jobs.services import TaskSpec
+from tests.workers import Workers
 
 
 def test_a_full_grid_has_one_task_per_combination():
@@ -142,7 +144,9 @@ def test_the_api_creates_a_grid_and_refuses_an_empty_list(client, runner, node):
     assert Job.objects.count() == 1
 
 
+@pytest.mark.django_db(transaction=True)  # the workers' thread sees the test's rows
 def test_the_distributed_page_shows_each_rank_before_it_runs(client, runner, node, sshd):
+    """The free port comes from the host, asked by a worker while the request waits."""
     from tests.monitoring.conftest import make_host
 
     master = make_host(sshd, "node-1", "127.0.0.1")
@@ -156,12 +160,30 @@ def test_the_distributed_page_shows_each_rank_before_it_runs(client, runner, nod
         "command": "train.py --epochs {epochs}",
         "parameters": "epochs=3",
     }
-    response = client.post(reverse("job-distributed"), data)
+    with Workers():
+        response = client.post(reverse("job-distributed"), data)
     assert response.status_code == 302
     page = client.get(response.url).content.decode()
+    port = re.search(r"--master_port=(\d+)", page)[1]
+    assert 1024 <= int(port) <= 65535
     for rank in (0, 1):
         assert f"--nnodes=2 --node_rank={rank} --nproc_per_node=2 --master_addr=127.0.0.1" in page
     assert "train.py --epochs 3" in page
+
+
+def test_without_workers_a_distributed_job_is_refused_in_bounded_time(
+    client, runner, node, settings
+):
+    settings.WORKER_ANSWER_SECONDS = 0.3
+    client.force_login(runner)
+    body = {"name": "ddp", "kind": "pytorch-env", "nodes": [{"host": node.pk}], "command": "x"}
+    response = client.post("/api/jobs/distributed/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert (
+        "Could not pick a free port: the background workers did not answer within 0.3 s"
+        in (response.json()["detail"])
+    )
+    assert not Job.objects.exists()
 
 
 def test_scheduling_a_pending_task_over_the_api(client, runner, node):

@@ -18,6 +18,7 @@ from jobs import services
 from jobs.api import attach_hint
 from jobs.models import Task
 from jobs.services import TaskSpec
+from jobs.tasks import sync_running
 
 from .conftest import wait_for
 
@@ -193,14 +194,23 @@ def test_a_task_that_cannot_start_says_why_and_fails(runner, node, settings):
 
 
 def test_the_log_is_followed_from_an_offset(client, runner, node):
+    """The page serves the log as the workers fetch it after each cycle (with the sync),
+    and once more after the end, so the pieces add up to the whole file."""
     task = services.spawn_task(make_task(runner, node, TICKER, ticks=12, code=0), runner)
     client.force_login(runner)
     url = f"/jobs/tasks/{task.pk}/log.json"
-    first = wait_for(lambda: (p := client.get(url).json())["text"] and p)
-    assert wait_for(lambda: synced(task).status == Task.Status.EXITED)
+    assert client.get(url).json()["text"] == ""  # nothing fetched yet: no host asked
+
+    def fetched():
+        sync_running()
+        return (p := client.get(url).json())["text"] and p
+
+    first = wait_for(fetched)
+    assert not first["complete"]
+    assert wait_for(lambda: sync_running() and Task.objects.get(pk=task.pk).status == "exited")
     rest = client.get(f"{url}?offset={first['next_offset']}").json()
     assert first["text"] + rest["text"] == Path(task.log_path).read_text()
-    assert rest["next_offset"] == rest["size"] and rest["exit_code"] == 0
+    assert rest["next_offset"] == rest["size"] and rest["exit_code"] == 0 and rest["complete"]
     assert client.get(f"{url}?offset=-1").status_code == 400
 
 

@@ -11,6 +11,8 @@ from django.urls import reverse
 from jobs import services
 from jobs.models import Job, Task
 from jobs.services import TaskSpec
+from jobs.tasks import sync_running
+from tests.workers import run_queued
 
 from .conftest import wait_for
 
@@ -23,7 +25,8 @@ def finished(runner, node):
     specs = [TaskSpec(host=node, template="echo hello {who}", parameters={"who": w}) for w in "ab"]
     job = services.create_job(runner, name="perm", specs=specs)
     ran = services.spawn_task(job.tasks.first(), runner)
-    assert wait_for(lambda: services.sync_tasks([ran]) or _ended(ran))
+    # What the workers do after each cycle: the sync, then the logs (whole once ended).
+    assert wait_for(lambda: sync_running() and _ended(ran))
     return job
 
 
@@ -101,7 +104,11 @@ def test_start_from_the_page_runs_only_for_the_owner(
     response = as_persona(persona).post(url, {"action": "spawn", "tasks": [pending.pk]})
     assert response.status_code == status
     pending.refresh_from_db()
+    assert pending.status == (Task.Status.STARTING if started else Task.Status.PENDING)
+    assert run_queued() == started  # the workers start it
+    pending.refresh_from_db()
     assert (pending.status != Task.Status.PENDING) == started
+    assert pending.status != Task.Status.STARTING
 
 
 @pytest.mark.parametrize(
@@ -137,7 +144,7 @@ def test_api_reads(finished, as_persona, persona):
 
 @pytest.mark.parametrize(
     ("persona", "status"),
-    [("anonymous", (401, 403)), ("owner", (200,)), ("other", (404,)), ("admin", (403,))],
+    [("anonymous", (401, 403)), ("owner", (202,)), ("other", (404,)), ("admin", (403,))],
 )
 def test_api_start_is_for_the_owner_only(finished, as_persona, persona, status):
     pending = finished.tasks.get(status=Task.Status.PENDING)
@@ -145,6 +152,10 @@ def test_api_start_is_for_the_owner_only(finished, as_persona, persona, status):
         f"/api/tasks/{pending.pk}/act/", {"action": "spawn"}, content_type="application/json"
     )
     assert response.status_code in status
+    if persona == "owner":  # answered at once; the workers start it
+        assert response.json()["status"] == "starting"
+        assert response.json()["pending_action"] == "spawn"
+    run_queued()
     pending.refresh_from_db()
     assert (pending.status == Task.Status.RUNNING or pending.status in Task.ENDED) == (
         persona == "owner"
@@ -157,9 +168,9 @@ def test_api_start_is_for_the_owner_only(finished, as_persona, persona, status):
     ("persona", "status", "stopped"),
     [
         ("anonymous", (401, 403), False),
-        ("owner", (200,), True),
+        ("owner", (202,), True),
         ("other", (404,), False),
-        ("admin", (200,), True),
+        ("admin", (202,), True),
     ],
 )
 def test_api_stop_is_for_the_owner_and_admins(runner, node, as_persona, persona, status, stopped):
@@ -170,11 +181,14 @@ def test_api_stop_is_for_the_owner_and_admins(runner, node, as_persona, persona,
         "/api/tasks/bulk/", {"action": "kill", "jobs": [job.pk]}, content_type="application/json"
     )
     if persona == "other":  # the bulk endpoint answers for what they can see: nothing
-        assert response.status_code == 200 and response.json() == {"results": []}
+        assert response.status_code == 202 and response.json() == {"results": []}
     else:
         assert response.status_code in status
-    # A refused stop changes nothing at once (the stop is sent within the request), so a
-    # short look suffices there; a granted one is waited for.
+    task.refresh_from_db()
+    assert task.status == ("stopping" if stopped else "running")  # answered before any host
+    assert run_queued() == stopped
+    # A refused stop changes nothing, so a short look suffices there; a granted one (sent
+    # by the workers) is waited for.
     timeout = 10 if stopped else 2
     assert wait_for(lambda: services.sync_tasks([task]) or _ended(task), timeout=timeout) == stopped
     if not stopped:

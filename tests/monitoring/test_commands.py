@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from io import StringIO
 from pathlib import Path
 
 import pytest
@@ -32,8 +33,6 @@ GPU_KEYS = {
 
 
 def run(*args) -> str:
-    from io import StringIO
-
     out = StringIO()
     call_command(*args, stdout=out)
     return out.getvalue()
@@ -166,9 +165,43 @@ def test_probe_prints_a_table(db, local_fake_gpus):
 def test_probe_fails_with_one_line_for_an_unreachable_host(db, settings):
     settings.SSH_CONNECT_TIMEOUT = 2
     Host.objects.create(name="gone", address="no-such-host.invalid")
+    out = StringIO()
     with pytest.raises(CommandError) as info:
-        run("probe", "gone")
-    assert str(info.value) == "gone: unknown host name 'no-such-host.invalid'"
+        call_command("probe", "gone", stdout=out)
+    assert str(info.value) == "gone: unreachable: unknown host name 'no-such-host.invalid'"
+    assert out.getvalue() == ""  # no table of unknowns
+
+
+@pytest.fixture
+def gpu_less_path(tmp_path, monkeypatch):
+    """A PATH with the tools the service needs, and no nvidia-smi: a CPU-only machine."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("sh", "id", "screen", "ps", "timeout"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    monkeypatch.setenv("PATH", str(bin_dir))
+
+
+def test_the_doctor_judges_localhost_as_local_and_a_gpu_less_machine_as_cpu_only(db, gpu_less_path):
+    Host.objects.create(name="localhost", address="localhost", transport=Host.Transport.LOCAL)
+    out = run("doctor", "localhost")  # no CommandError: exit status 0
+    assert out.startswith("localhost (this machine, without SSH)\n")
+    assert "@localhost:22" not in out
+    assert "ok   commands: run here as " in out
+    assert "WARN nvidia-smi: no NVIDIA driver: monitored as a CPU-only host" in out
+    assert "ok   screen:" in out and "fix:" not in out
+    assert out.rstrip().endswith("all checks passed, 1 warning(s)")
+
+
+def test_the_doctor_fails_when_a_needed_tool_is_missing(db, gpu_less_path):
+    os.remove(Path(os.environ["PATH"]) / "screen")
+    Host.objects.create(name="localhost", address="localhost", transport=Host.Transport.LOCAL)
+    out = StringIO()
+    with pytest.raises(CommandError, match="1 check\\(s\\) failed"):
+        call_command("doctor", "localhost", stdout=out)
+    assert (
+        "FAIL screen: not found" in out.getvalue() and "fix: install GNU screen" in out.getvalue()
+    )
 
 
 def test_sshkey_prints_a_public_key_and_keeps_the_private_key_private(db, settings):
@@ -221,7 +254,8 @@ def test_serve_runs_web_and_workers_and_stops_both(tmp_path):
         out, _ = serve.communicate(timeout=30)
     assert status == 200, out
     assert serve.returncode == 0, out
-    assert "Stopped." in out and "has stopped" in out  # the Q cluster shut down too
+    # The workers stopped too (tests/faults/test_serve_stops.py checks every process).
+    assert "Stopped." in out
 
 
 def _wait_for_http(url, seconds=30):

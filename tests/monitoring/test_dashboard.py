@@ -1,18 +1,13 @@
-"""The live dashboard page and the per-user layout it saves."""
+"""The per-user chart layout of the host pages' live cards."""
 
 import json
 
 import pytest
 from django.urls import reverse
 
-from monitoring.models import DashboardLayout, Device
+from monitoring.models import DashboardLayout
 
 LAYOUT = reverse("dashboard-layout")
-
-
-def card(html: str, host) -> str:
-    """The HTML of one host's card."""
-    return html.split(f'id="host-{host.pk}"')[1].split("</section>")[0]
 
 
 def post_layout(client, body):
@@ -21,37 +16,9 @@ def post_layout(client, body):
     )
 
 
-def test_it_shows_a_down_host_with_its_error_and_last_seen_time(client, node, owner):
-    down = node.__class__.objects.get(name="node-2")
-    down.last_seen = node.created
-    down.save()
+def test_the_host_page_loads_the_vendored_chart_library_and_live_script(client, node, owner):
     client.force_login(owner)
-    html = client.get(reverse("overview")).content.decode()
-    section = card(html, down)
-    assert "Unreachable" in section and "timed out" in section
-    assert f"last seen {down.last_seen:%Y-%m-%d %H:%M:%S}" in section
-
-
-def test_a_down_host_never_seen_says_so_and_shows_no_stale_gpus(client, node, owner):
-    down = node.__class__.objects.get(name="node-2")
-    down.last_snapshot = node.last_snapshot  # stale data from before it went down
-    down.save()
-    client.force_login(owner)
-    html = client.get(reverse("overview")).content.decode()
-    section = card(html, down)
-    assert "never seen" in section and "Tesla T4" not in section
-
-
-def test_a_lost_gpu_is_flagged(client, node, owner):
-    Device.objects.create(host=node, index=1, uuid="GPU-2", name="Tesla V100", status="lost")
-    client.force_login(owner)
-    html = client.get(reverse("overview")).content.decode()
-    assert "GPU lost: not seen since" in html and "Tesla V100" in html
-
-
-def test_the_page_loads_the_vendored_chart_library_and_live_script(client, node, owner):
-    client.force_login(owner)
-    html = client.get(reverse("overview")).content.decode()
+    html = client.get(reverse("host-detail", args=[node.name])).content.decode()
     assert "vendor/uplot-1.6.32/uPlot.iife.min.js" in html and "js/dashboard.js" in html
     assert "/ws/monitoring/live/" in html
     assert "https://" not in html and "http://" not in html  # no CDN at runtime
@@ -69,7 +36,7 @@ def test_the_layout_is_remembered_per_user(client, node, owner, other_user):
     assert client.get(LAYOUT).json() == {"charts": ["cpu", "gpu_power"], "hidden_hosts": [node.pk]}
     client.force_login(other_user)
     assert client.get(LAYOUT).json()["hidden_hosts"] == []
-    html = client.get(reverse("overview")).content.decode()
+    html = client.get(reverse("host-detail", args=[node.name])).content.decode()
     assert '"charts": ["gpu_utilization"' in html
 
 
@@ -108,12 +75,3 @@ def test_anonymous_users_cannot_read_or_save_a_layout(client, db):
     assert client.get(LAYOUT).status_code == 302
     assert post_layout(client, {"charts": [], "hidden_hosts": []}).status_code == 302
     assert not DashboardLayout.objects.exists()
-
-
-def test_hosts_the_user_hid_are_rendered_hidden(client, node, owner):
-    DashboardLayout.objects.create(user=owner, charts=["cpu"], hidden_hosts=[node.pk])
-    client.force_login(owner)
-    html = client.get(reverse("overview")).content.decode()
-    assert f'id="host-{node.pk}" data-host="{node.pk}" hidden>' in html
-    other = node.__class__.objects.get(name="node-2")
-    assert f'id="host-{other.pk}" data-host="{other.pk}">' in html

@@ -83,10 +83,9 @@ def test_a_lost_gpu_is_flagged_and_every_gpu_is_offered_for_history(client, equi
     assert "https://" not in html and "http://" not in html
 
 
-def test_dashboard_cards_link_to_the_host_page_and_show_disks(client, equipped, owner):
+def test_board_tiles_link_to_the_host_page_whose_live_card_shows_disks(client, equipped, owner):
     equipped.last_snapshot = {**equipped.last_snapshot, "disks": HARDWARE["disks"]}
     equipped.save()
     client.force_login(owner)
-    html = client.get(reverse("overview")).content.decode()
-    assert f'href="{page()}"' in html
-    assert "Disk / 25.0 / 100.0 GiB" in html
+    assert f'href="{page()}"' in client.get(reverse("overview")).content.decode()
+    assert "Disk / 25.0 / 100.0 GiB" in client.get(page()).content.decode()

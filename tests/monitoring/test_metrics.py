@@ -81,3 +81,16 @@ def test_it_only_answers_get(client, lab, settings):
     settings.METRICS_TOKEN = TOKEN
     response = client.post("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
     assert response.status_code == 405
+
+
+def test_it_also_exports_the_dcgm_exporters_names(client, lab, settings):
+    settings.METRICS_TOKEN = TOKEN
+    got = samples(scrape(client))
+    gpu = frozenset(
+        {"gpu": "0", "UUID": "GPU-1", "device": "nvidia0", "modelName": "Tesla T4",
+         "Hostname": "node-1"}.items()
+    )  # fmt: skip
+    assert got[("DCGM_FI_DEV_GPU_UTIL", gpu)] == 7
+    assert got[("DCGM_FI_DEV_FB_USED", gpu)] == 512
+    assert got[("DCGM_FI_DEV_GPU_TEMP", gpu)] == 40
+    assert ("DCGM_FI_DEV_POWER_USAGE", gpu) not in got

@@ -25,12 +25,20 @@ def test_signed_in_users_see_the_lab(client, node, url, persona, request):
     assert b"node-1" in response.content or b"GPU-1" in response.content
 
 
-def test_the_overview_shows_gpus_processes_and_down_hosts(client, node, owner):
+def test_the_board_shows_gpus_their_users_and_down_hosts(client, node, owner):
     client.force_login(owner)
     html = client.get(reverse("overview")).content.decode()
-    assert "Tesla T4" in html and "command hidden" in html  # not the viewer's process
-    assert "python x.py" not in html and "unknown owner" in html
+    assert "Tesla T4" in html and "unknown owner" in html
     assert "Unreachable" in html and "timed out" in html
+
+
+def test_the_host_page_shows_the_processes_commands(client, node, owner, admin_user):
+    client.force_login(admin_user)
+    html = client.get(reverse("host-detail", args=["node-1"])).content.decode()
+    assert "python x.py" in html and "unknown owner" in html
+    client.force_login(owner)  # not the owner's process: its command line stays hidden
+    html = client.get(reverse("host-detail", args=["node-1"])).content.decode()
+    assert "python x.py" not in html and "command hidden" in html
 
 
 def test_the_api_never_shows_the_raw_host_key(client, node, owner):

@@ -178,6 +178,16 @@ def test_the_offender_is_the_service_user_with_that_account_on_the_host(
     assert offenders == {1: "other", 2: None, 3: "boss"}
 
 
+def test_roots_processes_are_never_blamed_on_a_user_mapped_to_root(probe, booking, admin_user):
+    profile = profile_for(admin_user)
+    profile.unix_username = "root"  # e.g. an admin whose tasks were set to run as root
+    profile.save()
+    for _ in range(2):
+        cycle(probe, (0, 1, "root", "python mine.py"))
+    violation = Violation.objects.get()
+    assert violation.offender is None and violation.offender_name == "root"
+
+
 def test_reserved_level_ignores_unreserved_gpus_and_strict_flags_them(probe, booking, settings):
     for _ in range(2):
         cycle(probe, (1, 5, "other", "python"))

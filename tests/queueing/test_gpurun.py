@@ -75,7 +75,7 @@ def test_a_gpu_reserved_mid_run_is_skipped_from_then_on(runner, other_runner, re
     thread.join(120)
     output, code = result["out"]
     assert code == 0, output
-    assert "gpu 1 skipped: reserved by other until" in output
+    assert "gpu 1 skipped: GPU 1 on node-2 reserved by other until" in output
     after = Task.objects.filter(command__startswith="echo after")
     assert after.count() == 3
     assert {t.devices.get().index for t in after} == {0}
@@ -86,7 +86,7 @@ def test_a_gpu_with_a_foreign_process_is_skipped(runner, real_nodes, gpus, real_
     gpus("127.0.0.2").set_processes([f"GPU-node-2-0, {squatter.pid}, 500, sleep"])
     output, code = gpurun(io.StringIO("true\ntrue\n"))
     assert code == 0
-    assert f"gpu 0 skipped: process {squatter.pid} (sleep) runs on it" in output
+    assert f"gpu 0 skipped: GPU 0 on node-2 runs process {squatter.pid} (sleep)" in output
     assert {t.devices.get().index for t in Task.objects.all()} == {1}
 
 

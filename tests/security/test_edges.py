@@ -171,13 +171,13 @@ def test_command_lines_are_shown_only_to_their_owner_and_the_hosts_admins(
     shown = {row["pid"] for row in rows if row["command"] != "command hidden"}
     assert shown == commands_seen
     assert all("sk-live" not in row["command"] for row in rows if row["pid"] not in shown)
-    page = client.get("/").content.decode()
-    assert page.count("sk-live-0123456789") == len(commands_seen)
+    pages = "".join(client.get(f"/hosts/node-{i}/").content.decode() for i in (1, 2))
+    assert pages.count("sk-live-0123456789") == len(commands_seen)
 
 
 def test_anonymous_visitors_get_no_processes(client, lab):
     assert client.get("/api/processes/").status_code == 403
-    assert "sk-live" not in client.get("/").content.decode()
+    assert "sk-live" not in client.get("/hosts/node-1/").content.decode()
 
 
 # --- secrets stay out of caches ------------------------------------------------------------

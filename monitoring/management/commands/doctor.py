@@ -1,11 +1,15 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from monitoring.doctor import check_host
+from monitoring.doctor import check_host, where
 from monitoring.models import Host
 
 
 class Command(BaseCommand):
-    help = "Check every host (or the named ones): SSH login, host key, nvidia-smi, screen, ps."
+    help = (
+        "Check every host (or the named ones): SSH login, host key, nvidia-smi, screen, ps. "
+        "Exit status: 0 when nothing is wrong (warnings, e.g. a CPU-only host, included), "
+        "1 when a check failed or a host is unknown."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("hosts", nargs="*", help="host names (default: all enabled hosts)")
@@ -17,15 +21,18 @@ class Command(BaseCommand):
         missing = set(hosts) - set(queryset.values_list("name", flat=True))
         if missing:
             raise CommandError(f"no host named {', '.join(sorted(missing))}")
-        failed = 0
+        failed = warned = 0
         for host in queryset:
-            self.stdout.write(f"{host.name} ({host.username}@{host.address}:{host.port})")
+            self.stdout.write(f"{host.name} ({where(host)})")
             for check in check_host(host):
-                mark = "ok  " if check.ok else "FAIL"
+                mark = "ok  " if check.ok else "WARN" if check.warning else "FAIL"
                 self.stdout.write(f"  {mark} {check.name}: {check.detail}")
-                if check.fix:
+                if check.fix and not check.warning:
                     self.stdout.write(f"       fix: {check.fix}")
-                failed += not check.ok
+                failed += not check.ok and not check.warning
+                warned += check.warning
         if failed:
             raise CommandError(f"{failed} check(s) failed")
-        self.stdout.write("all checks passed")
+        self.stdout.write(
+            f"all checks passed, {warned} warning(s)" if warned else "all checks passed"
+        )

@@ -1,4 +1,5 @@
 import json as jsonlib
+import logging
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -15,7 +16,11 @@ def format_table(headers: list[str], rows: list[list]) -> str:
 
 
 class Command(BaseCommand):
-    help = "Probe one host once (GPUs, GPU processes, CPU, RAM), record it, and print it."
+    help = (
+        "Probe one host once (GPUs, GPU processes, CPU, RAM), record it, and print it. "
+        "Exit status: 0 when the host answered, 1 when it is unreachable or unknown (one "
+        "line on stderr: 'HOST: unreachable: REASON')."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("host", help="host name as registered (see `manage.py addhost`)")
@@ -25,13 +30,15 @@ class Command(BaseCommand):
         target = Host.objects.filter(name=host).first()
         if target is None:
             raise CommandError(f"no host named {host!r}; add it with `manage.py addhost`")
+        if options["verbosity"] < 2:  # the audit records a status change: not for this screen
+            logging.getLogger("gpuhive.audit").setLevel(logging.WARNING)
         result = probe_and_record(target, force=True)
         if json:
             self.stdout.write(_dumps(result.as_json()))
-        else:
+        elif result.reachable:
             self.stdout.write(self._render(result.as_json()))
         if not result.reachable:
-            raise CommandError(f"{host}: {result.error}")
+            raise CommandError(f"{host}: unreachable: {result.error}")
 
     def _render(self, data: dict) -> str:
         cpu = data["cpu"]

@@ -1,4 +1,5 @@
 import importlib
+import os
 import signal
 import subprocess
 import sys
@@ -9,6 +10,14 @@ from django.core.management.base import BaseCommand
 from django.utils.module_loading import module_has_submodule
 
 from monitoring.loop import ensure_schedules
+from monitoring.supervisor import (
+    Supervisor,
+    catch_stop_signals,
+    run_until_signalled,
+    stop_group,
+)
+
+ASGI_APP = "hiveproject.asgi:application"
 
 
 def ensure_app_schedules() -> None:
@@ -24,8 +33,10 @@ def ensure_app_schedules() -> None:
 
 class Command(BaseCommand):
     help = (
-        "Run the web app (daphne) and the background workers (django-q2 cluster) together; "
-        "Ctrl-C stops both cleanly. If either stops by itself, the other is stopped too."
+        "Run the web app (daphne) and the background workers (a supervised django-q2 "
+        "cluster) together. Ctrl-C or SIGTERM stops both, every process of theirs, and "
+        "returns only then. A stalled or exited cluster is restarted; if the web app stops "
+        "by itself, the workers are stopped too."
     )
 
     def add_arguments(self, parser):
@@ -33,45 +44,33 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
 
     def handle(self, bind, port, **options):
+        stopping = catch_stop_signals()  # before any child exists: none is left behind
         ensure_schedules()  # the probing loop's watchdog and history retention
         ensure_app_schedules()  # reminders and usage of reservations
-        python = sys.executable
-        processes = {
-            "web": subprocess.Popen(
-                [
-                    python,
-                    "-m",
-                    "daphne",
-                    "-b",
-                    bind,
-                    "-p",
-                    str(port),
-                    "hiveproject.asgi:application",
-                ]
-            ),
-            "workers": subprocess.Popen([python, "manage.py", "qcluster"]),
-        }
+        web = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", bind, "-p", str(port), ASGI_APP],
+            process_group=0,  # Ctrl-C reaches serve alone, which stops everything in order
+        )
         self.stdout.write(f"Serving on http://{bind}:{port}/ (Ctrl-C to stop)")
-        stopping = []
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, lambda *_: stopping.append(True))
-        while not stopping and all(p.poll() is None for p in processes.values()):
-            time.sleep(0.2)
-        exited = [name for name, p in processes.items() if p.poll() is not None]
-        self._stop(processes)
-        if exited and not stopping:
-            self.stderr.write(f"{', '.join(exited)} stopped unexpectedly; stopped the rest")
+        workers = Supervisor()
+
+        def web_exited():
+            return web.poll() is not None and "the web app stopped by itself"
+
+        try:
+            why = run_until_signalled(workers, stopping, also=web_exited)
+        finally:
+            self._stop(web, workers)
+        if why == "the web app stopped by itself":
+            self.stderr.write(f"{why} (code {web.returncode}); stopped the workers")
             sys.exit(1)
         self.stdout.write("Stopped.")
 
-    def _stop(self, processes):
-        for proc in processes.values():
-            if proc.poll() is None:
-                proc.terminate()  # SIGTERM: SIGINT may be ignored in background jobs
-        deadline = time.monotonic() + 15
-        for proc in processes.values():
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    def _stop(self, web, workers):
+        """Web and workers stop side by side: SIGTERM to daphne (it closes its connections),
+        while the workers stop; whatever is left of either after the grace is killed."""
+        if web.poll() is None:
+            os.killpg(web.pid, signal.SIGTERM)
+        deadline = time.monotonic() + workers.grace
+        workers.stop()
+        stop_group(web, max(0.0, deadline - time.monotonic()), first=signal.SIGTERM)

@@ -1,0 +1,71 @@
+"""Screenshots of the pages for the README, at desktop and phone widths, from a running
+service seeded with `manage.py demo` (Playwright driving Debian's Chromium).
+
+    .venv/bin/python manage.py demo
+    bin/serve &                                   # or any running instance
+    .venv/bin/python bench/screenshots.py http://127.0.0.1:8000 --out docs/screenshots
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+PAGES = {
+    "board": "/",
+    "calendar": "/reservations/calendar/",
+    "host": "/hosts/demo-001/",
+    "jobs-new": "/jobs/new/",
+    "queue": "/queue/",
+    "mine": "/reservations/mine/",
+}
+WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
+
+
+def sign_in(page, base: str, user: str, password: str) -> None:
+    page.goto(f"{base}/accounts/login/")
+    page.fill("input[name=username]", user)
+    page.fill("input[name=password]", password)
+    page.click("[type=submit]")
+    page.wait_for_load_state()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("base", help="the service's URL, e.g. http://127.0.0.1:8000")
+    parser.add_argument("--user", default="ada")
+    parser.add_argument("--password", default="demo-password")
+    parser.add_argument("--out", default="docs/screenshots", type=Path)
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--scheme", choices=["light", "dark"], default="light")
+    parser.add_argument("--only", nargs="*", help="page names to take")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=args.chromium, args=["--no-sandbox"])
+        for width_name, (width, height) in WIDTHS.items():
+            context = browser.new_context(
+                viewport={"width": width, "height": height},
+                color_scheme=args.scheme,
+                locale="en-GB",
+            )
+            page = context.new_page()
+            sign_in(page, args.base, args.user, args.password)
+            for name, path in PAGES.items():
+                if args.only and name not in args.only:
+                    continue
+                page.goto(args.base + path)
+                page.wait_for_load_state("networkidle")
+                target = (
+                    args.out / f"{name}-{width_name}{'-dark' if args.scheme == 'dark' else ''}.png"
+                )
+                page.screenshot(path=str(target))
+                print(target)
+            context.close()
+        browser.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

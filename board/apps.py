@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class BoardConfig(AppConfig):
+    """The pages that bring every app together: the GPU board (the landing page), the demo
+    lab and the site's error pages. The top layer: it may import every other app."""
+
+    name = "board"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,71 @@
+"""Pages of every API list (issue 20): at most ``API_PAGE_SIZE`` objects per answer.
+
+The body stays a JSON array of the page's objects, so scripts that read lists keep working
+on lists that fit one page; the paging travels in headers, as GitHub's API does:
+``X-Total-Count`` (objects in all) and ``Link`` with ``<url>; rel="next"``, ``"prev"``,
+``"first"`` and ``"last"``. The ``hive`` client follows ``next``. ``?page=N`` picks a page
+(1 = first; past the last: 404), ``?page_size=N`` its size, up to ``API_MAX_PAGE_SIZE``.
+"""
+
+from django.conf import settings
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.response import Response
+from rest_framework.utils.urls import remove_query_param, replace_query_param
+
+
+class LinkHeaderPagination(PageNumberPagination):
+    page_size_query_param = "page_size"
+    page_query_description = "Page number (1 = first); the Link header names the others."
+    page_size_query_description = (
+        "Objects per page (default API_PAGE_SIZE, at most API_MAX_PAGE_SIZE)."
+    )
+
+    def get_page_size(self, request):
+        # Read per request, so the settings (and tests overriding them) apply.
+        self.page_size = settings.API_PAGE_SIZE
+        self.max_page_size = settings.API_MAX_PAGE_SIZE
+        return super().get_page_size(request)
+
+    def get_paginated_response(self, data):
+        response = Response(data, headers={"X-Total-Count": str(self.page.paginator.count)})
+        links = self.links()
+        if links:
+            response["Link"] = ", ".join(f'<{url}>; rel="{rel}"' for rel, url in links)
+        return response
+
+    def links(self) -> list[tuple[str, str]]:
+        url = self.request.build_absolute_uri()
+        last = self.page.paginator.num_pages
+        links = []
+        if self.page.has_next():
+            following = self.page.number + 1
+            links.append(("next", replace_query_param(url, self.page_query_param, following)))
+        if self.page.has_previous():
+            links.append(("prev", self.get_previous_link()))
+        if last > 1:
+            links.append(("first", remove_query_param(url, self.page_query_param)))
+            links.append(("last", replace_query_param(url, self.page_query_param, last)))
+        return links
+
+    def get_paginated_response_schema(self, schema):
+        return schema  # the body is the plain array; the paging is in headers
+
+
+# The headers of every paged answer, for the OpenAPI schema (hiveproject.api_errors).
+PAGE_HEADERS = {
+    "X-Total-Count": {
+        "schema": {"type": "integer"},
+        "description": "How many objects the whole list has.",
+    },
+    "Link": {
+        "schema": {"type": "string"},
+        "description": 'The other pages: `<url>; rel="next"`, "prev", "first", "last".',
+    },
+}
+
+
+def paged(request, view, rows: list) -> Response:
+    """One page of ``rows`` as the answer, with the paging headers."""
+    paginator = LinkHeaderPagination()
+    page = paginator.paginate_queryset(rows, request, view=view)
+    return paginator.get_paginated_response(page)

@@ -1,0 +1,129 @@
+"""The API through a real daphne (issue 20): schemathesis over the network, as a user and as
+an admin, with every check; and bounded bodies refused before they are read while other
+users keep being answered.
+
+In-process fuzzing (test_fuzz.py) skips what only the server in front of Django does: ASGI
+body handling, headers, streaming. Few examples per operation by default, so CI stays quick;
+HIVE_FUZZ_LIVE_EXAMPLES=50 HIVE_FUZZ_EXPLORE=1 searches deeper.
+"""
+
+import os
+import socket
+from functools import partial
+
+import httpx
+import pytest
+import schemathesis
+from channels.testing.live import make_application
+from daphne.testing import DaphneProcess
+from django.conf import settings
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
+
+from accesscontrol.services import ensure_default_group
+from apitokens.services import issue_token
+from monitoring.models import Device, Host
+from reservations.services import create_reservation
+from tests.realparts import require
+
+from .conftest import tomorrow
+from .test_fuzz import CHECKS
+
+schema = schemathesis.openapi.from_path(settings.BASE_DIR / "schema" / "openapi.yaml")
+EXAMPLES = int(os.environ.get("HIVE_FUZZ_LIVE_EXAMPLES", "4"))
+EXPLORE = os.environ.get("HIVE_FUZZ_EXPLORE") == "1"
+
+
+@pytest.fixture(scope="module")
+def daphne(django_db_setup, django_db_blocker):
+    """The project's ASGI application (with its body limit) in a daphne of its own, on the
+    test database, with token sign-ins unthrottled (fuzzing would hit the limit)."""
+    from django.db import connections
+
+    database = connections["default"]
+    in_memory = database.vendor == "sqlite" and database.is_in_memory_db()
+    require(not in_memory, "a separate server process cannot share an in-memory database")
+    for connection in connections.all(initialized_only=True):
+        connection.close()
+
+    def setup():
+        from rest_framework.throttling import ScopedRateThrottle
+
+        django_db_blocker.unblock()
+        ScopedRateThrottle.THROTTLE_RATES = {"tokens": "100000/minute"}
+
+    app = partial(make_application, static_wrapper=None)
+    server = DaphneProcess("127.0.0.1", app, setup=setup)
+    server.start()
+    if not server.ready.wait(timeout=30):
+        server.terminate()
+        raise RuntimeError("daphne did not start listening")
+    yield f"http://127.0.0.1:{server.port.value}"
+    server.terminate()
+    server.join(timeout=10)
+
+
+@pytest.fixture
+def live_lab(transactional_db, owner, other_user, admin_user):
+    ensure_default_group()
+    host = Host.objects.create(name="node-1", address="127.0.0.1", port=9, status=Host.Status.UP)
+    gpus = [Device.objects.create(host=host, index=i, uuid=f"GPU-{i}") for i in range(2)]
+    create_reservation(owner, title="ours", devices=gpus, start=tomorrow(9), end=tomorrow(12))
+    return gpus
+
+
+@pytest.fixture
+def live_auth(persona, request, live_lab):
+    secret = issue_token(request.getfixturevalue(persona), "fuzz")[1]
+    return {"Authorization": f"Bearer {secret}"}
+
+
+@pytest.mark.parametrize("persona", ["owner", "admin_user"])
+@schema.parametrize()
+@hypothesis_settings(
+    max_examples=EXAMPLES,
+    derandomize=not EXPLORE,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_no_operation_fails_or_breaks_the_schema_over_the_network(case, daphne, live_auth):
+    case.call_and_validate(base_url=daphne, headers=live_auth, checks=CHECKS, timeout=30)
+
+
+def test_an_oversized_body_is_refused_unread_while_others_are_served(daphne, live_lab, owner):
+    secret = issue_token(owner, "big")[1]
+    host, port = daphne.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as big:
+        big.sendall(
+            b"POST /api/reservations/ HTTP/1.1\r\nHost: localhost\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n"
+            + b"["
+            * 10_000  # and no more: the server must not wait for the rest
+        )
+        answer = big.recv(4096)  # within the socket's timeout
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert b"The request body is too large" in answer
+    bystander = httpx.get(
+        f"{daphne}/api/devices/", headers={"Authorization": f"Bearer {secret}"}, timeout=10
+    )
+    assert bystander.status_code == 200 and len(bystander.json()) == 2
+
+
+def test_a_body_without_a_length_is_cut_at_the_limit(daphne, live_lab, owner):
+    secret = issue_token(owner, "chunked")[1]
+
+    def endless():
+        chunk = b" " * 65536
+        for _ in range(settings.REQUEST_MAX_BODY_BYTES // len(chunk) + 10):
+            yield chunk
+
+    headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+    url = f"{daphne}/api/reservations/"
+    try:
+        response = httpx.post(url, content=endless(), headers=headers, timeout=30)
+    except httpx.WriteError:
+        response = None  # the server answered and closed while the rest was still being sent
+    if response is not None:
+        assert response.status_code == 413
+    bystander = httpx.get(f"{daphne}/api/devices/", headers={"Authorization": f"Bearer {secret}"})
+    assert bystander.status_code == 200

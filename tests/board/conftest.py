@@ -1,0 +1,1 @@
+from tests.monitoring.conftest import node  # noqa: F401

@@ -1,0 +1,159 @@
+"""A real `manage.py workers` (or `serve`) on the test database, its processes found in /proc."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
+
+from monitoring.supervisor import STATE_ENV, group_members
+from tests.realparts import FakeGpus
+from tests.security.conftest import service_env
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKE_BIN = ROOT / "tests" / "fake_bin"
+GPU_ROW = "0, GPU-sup0, 81559, 1024, 12, 3, 30, 70.5, NVIDIA H100 80GB HBM3"
+
+
+def fake_local_gpus(root: Path) -> FakeGpus:
+    gpus = FakeGpus(root, "local")
+    gpus.set_gpus([GPU_ROW])
+    return gpus
+
+
+def service(data_dir: Path, gpu_root: Path, **env) -> dict:
+    """A service process's environment: the fake nvidia-smi for `localhost`, fast settings."""
+    return service_env(
+        data_dir,
+        # django-q2 signs tasks with it: the test process queues some for these workers.
+        SECRET_KEY=settings.SECRET_KEY,
+        PATH=f"{FAKE_BIN}:{os.environ['PATH']}",
+        FAKE_GPU_DIR=str(gpu_root),
+        **env,
+    )
+
+
+class Service:
+    """`manage.py ARGS` in a session of its own, its output in a file."""
+
+    def __init__(self, args: list[str], env: dict, log: Path):
+        self.log = log
+        with log.open("w") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, str(ROOT / "manage.py"), *args],
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def tree(self) -> set[int]:
+        """Every live process of its session (serve, daphne, the cluster and its workers)."""
+        return set(session_members(self.proc.pid))
+
+    def cluster_pid(self) -> int | None:
+        """The qcluster process the supervisor runs (the leader of its own group)."""
+        for pid in self.tree():
+            if pid != self.proc.pid and environ(pid).get(STATE_ENV) and pgid(pid) == pid:
+                return pid
+        return None
+
+    def state_dir(self) -> tuple[int, Path] | tuple[None, None]:
+        """The cluster's pid and the directory its workers note their tasks in."""
+        pid = self.cluster_pid()
+        state = environ(pid).get(STATE_ENV) if pid else None
+        return (pid, Path(state)) if state else (None, None)
+
+    def workers(self) -> list[int]:
+        """The cluster's worker processes: those that noted themselves in the state dir."""
+        pid, state = self.state_dir()
+        if pid is None:
+            return []
+        noted = {int(p.name.split("-")[1]) for p in state.glob("done-*")}
+        return sorted(set(group_members(pid)) & noted)
+
+    def busy(self) -> set[int]:
+        _, state = self.state_dir()
+        return {int(p.name.split("-")[1]) for p in state.glob("busy-*")} if state else set()
+
+    def signal(self, signum: int) -> float:
+        """Send a signal to the service; seconds until it returned."""
+        started = time.monotonic()
+        self.proc.send_signal(signum)
+        self.proc.wait(timeout=60)
+        return time.monotonic() - started
+
+    def kill_all(self) -> None:
+        """Teardown: a stop as systemd does it (SIGTERM, so the supervisor cleans up), then
+        SIGKILL to whatever of the session is left."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        for pid in self.tree():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.proc.poll() is None:
+            self.proc.wait(timeout=10)
+
+    def tail(self, lines: int = 30) -> str:
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def environ(pid: int) -> dict:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    return dict(
+        item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item
+    )
+
+
+def pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:  # a short-lived process (ps, nvidia-smi) ended meanwhile
+        return None
+
+
+def session_members(sid: int) -> list[int]:
+    """Live processes (zombies aside) whose session is ``sid``."""
+    members = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = Path(entry.path, "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def wchan(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return ""
+
+
+def until(predicate, seconds: float, what: str, service: Service, step: float = 0.2):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        assert service.proc.poll() is None, f"the service exited\n{service.tail()}"
+        time.sleep(step)
+    raise AssertionError(f"not within {seconds:.0f}s: {what}\n{service.tail()}")

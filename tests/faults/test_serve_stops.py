@@ -1,0 +1,83 @@
+"""`serve` started and stopped as a user does: the first probe is there as soon as the page
+is, and Ctrl-C (SIGINT), SIGTERM or a closed terminal (SIGHUP) stops the web app and every
+worker process, within 15 s, before `serve` returns. Before, `serve` waited for the cluster's
+top process only, and qcluster workers went on probing for 30-180 s with their parent gone."""
+
+import signal
+import time
+import urllib.request
+
+import pytest
+from django.conf import settings as django_settings
+from django.utils import timezone
+
+from monitoring.models import Host, WorkerCluster
+from tests.faults.supervised import Service, fake_local_gpus, service, session_members, until
+from tests.security.conftest import free_port
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+INTERVAL = 2.0  # the default MONITORING_INTERVAL
+
+
+def answers(url: str) -> bool:
+    try:
+        return urllib.request.urlopen(url, timeout=2).status == 200
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def serve(tmp_path):
+    Host.objects.create(name="localhost", address="localhost", transport=Host.Transport.LOCAL)
+    gpu_root = tmp_path / "gpus"
+    fake_local_gpus(gpu_root)
+    port = free_port()
+    env = service(tmp_path / "data", gpu_root, MONITORING_INTERVAL=str(INTERVAL))
+    server = Service(["serve", "--port", str(port)], env, tmp_path / "serve.log")
+    server.url = f"http://127.0.0.1:{port}"
+    yield server
+    server.kill_all()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_serve_probes_at_once_and_stops_every_process_before_it_returns(serve, signum):
+    started = timezone.now()
+    until(lambda: answers(f"{serve.url}/accounts/login/"), 90, "the web app answers", serve)
+    web_up = timezone.now()
+    seen = until(
+        lambda: Host.objects.values_list("last_seen", flat=True).get(name="localhost"),
+        2 * INTERVAL,
+        "a probe stored within two intervals of the page answering",
+        serve,
+    )
+    print(
+        f"\nweb up {(web_up - started).total_seconds():.1f}s after start, first probe "
+        f"{(seen - started).total_seconds():.1f}s after start"
+    )
+    until(lambda: len(serve.workers()) == 3, 60, "the workers are up", serve)
+    tree = serve.tree()
+    assert len(tree) >= 7, tree  # serve, daphne, qcluster, its sentinel, monitor, pusher, workers
+
+    took = serve.signal(signum)
+
+    left = [pid for pid in tree if pid in set(session_members(serve.proc.pid))]
+    assert left == [], f"left running: {left}\n{serve.tail()}"
+    assert serve.proc.returncode == 0, serve.tail()
+    # How long it took is a figure for bench/serve_start_stop.py, not an assertion: what is
+    # asserted is that nothing is left when it returns (SIGKILL after the grace ensures it).
+    assert "Stopped." in serve.tail()
+    assert WorkerCluster.objects.get().stopped_at is not None
+    print(f"{signal.Signals(signum).name}: serve returned after {took:.1f}s, nothing left")
+
+
+def test_the_console_is_quiet_at_the_default_verbosity(serve):
+    """No line per task: django-q2 speaks at WARNING; the supervisor's summary is once a
+    minute."""
+    until(lambda: len(serve.workers()) == 3, 90, "the workers are up", serve)
+    time.sleep(6 * INTERVAL)  # a few cycles, each queueing tasks
+    serve.signal(signal.SIGINT)
+    out = serve.tail(200)
+    assert "processing" not in out and "Enqueued" not in out, out
+    assert len(out.splitlines()) < 20, out
+    assert django_settings.Q_LOG_LEVEL == "WARNING"

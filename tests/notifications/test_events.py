@@ -1,0 +1,62 @@
+"""Events told through the channels: a job's end (with exit codes), a queued job's start;
+each once. (Idle warnings: tests/fairuse.)"""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from django_q.conf import Conf
+
+from jobs import services as job_services
+from jobs.models import Job, Task
+from monitoring.models import Device, Host
+from notifications.models import Channel, Delivery
+from queueing.models import QueuedJob, QueueRun
+from queueing.scheduler import tell_started
+
+
+@pytest.fixture
+def inline(monkeypatch):
+    monkeypatch.setattr(Conf, "SYNC", True)
+
+
+@pytest.fixture
+def hook(receiver, owner):
+    return Channel.objects.create(user=owner, kind="json", target=receiver.url)
+
+
+@pytest.fixture
+def job(owner):
+    host = Host.objects.create(name="node-1", address="10.0.0.1")
+    Device.objects.create(host=host, index=0, uuid="GPU-0")
+    job = Job.objects.create(owner=owner, name="sweep")
+    for _ in range(2):
+        Task.objects.create(job=job, host=host, template="t", command="t",
+                            status=Task.Status.RUNNING)  # fmt: skip
+    return job
+
+
+def test_a_job_is_told_ended_once_its_last_task_ended(inline, hook, receiver, job):
+    first, second = job.tasks.all()
+    job_services._finish(first, Task.Status.EXITED, exit_code=0)
+    assert receiver.received == []  # the other task still runs
+    job_services._finish(second, Task.Status.EXITED, exit_code=3)
+    job_services._finish(second, Task.Status.EXITED, exit_code=3)  # seen again: no effect
+    ((_, body),) = receiver.received
+    assert body["event"] == "job_ended" and "'sweep' ended: failed" in body["subject"]
+    assert f"task {first.pk} on node-1: exit code 0" in body["text"]
+    assert f"task {second.pk} on node-1: exit code 3" in body["text"]
+    assert body["link"].endswith(f"/jobs/{job.pk}/")
+
+
+def test_a_queued_jobs_start_is_told(hook, receiver, job, owner):
+    waited = timezone.now() - timedelta(minutes=42)
+    queued = QueuedJob.objects.create(owner=owner, name="sweep", enqueued_at=waited)
+    job.tasks.first().devices.set(Device.objects.all())
+    run = QueueRun.objects.create(queued_job=queued, job=job, gpus=1)
+    assert tell_started(run.pk) == 1
+    assert tell_started(run.pk) == 0  # a retry of the task tells nobody twice
+    ((_, body),) = receiver.received
+    assert body["event"] == "queued_started"
+    assert body["text"] == "'sweep' started on node-1:0 after waiting 42 min."
+    assert Delivery.objects.count() == 1
