@@ -14,7 +14,16 @@ from guardian.admin import ReinforcedGuardedModelAdminMixin
 from monitoring.admin import DeviceAdmin, HostAdmin
 from monitoring.models import Device, Host
 
-from .models import WEEKDAY_NAMES, Ban, Grant, HostAccount, Message, Profile, Window
+from .models import (
+    WEEKDAY_NAMES,
+    Ban,
+    Grant,
+    HostAccount,
+    Message,
+    Profile,
+    RunAsAllowance,
+    Window,
+)
 from .permissions import RestrictedAdminMixin
 
 User = get_user_model()
@@ -147,7 +156,21 @@ class MessageAdmin(admin.ModelAdmin):
 class HostAccountInline(admin.TabularInline):
     model = HostAccount
     extra = 0
-    verbose_name = "different UNIX name on one host"
+    verbose_name = "UNIX account on one host"
+    readonly_fields = ["proven_at"]
+
+
+@admin.register(RunAsAllowance)
+class RunAsAllowanceAdmin(admin.ModelAdmin):
+    """Superusers only (no object permissions): each entry lets jobs run as a refused account."""
+
+    list_display = ["unix_username", "host", "reason", "created", "created_by"]
+    readonly_fields = ["created", "created_by"]
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(Profile)

@@ -1,14 +1,16 @@
 """Forms of the access pages: choosing what the week grid shows, and self-sign-up."""
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.models import Group
 
+from apitokens.limits import Limit, wait_text
 from monitoring.models import username_validator
 
 from .models import Profile, check_calendar_year
-from .signup import SignupRefused, prove_unix_account, signup_hosts
+from .signup import SignupRefused, check_claim, check_uid, prove_unix_account, signup_hosts
 
 
 class WeekForm(forms.Form):
@@ -37,9 +39,11 @@ class SignupForm(UserCreationForm):
         fields = ["username", "email"]
         labels = {"username": "UNIX user name on that host"}
 
-    def __init__(self, *args, code: str, **kwargs):
+    def __init__(self, *args, code: str, address: str, **kwargs):
         super().__init__(*args, **kwargs)
         self.code = code  # the one-time code this visitor was shown
+        self.address = address  # who asks (apitokens.limits.client_address)
+        self.uid = None
         self.fields["host"].queryset = signup_hosts()
         self.fields["username"].validators.append(username_validator)
         self.fields["email"].required = True
@@ -48,14 +52,20 @@ class SignupForm(UserCreationForm):
         super()._post_clean()  # passwords are checked here, before we try to log in anywhere
         if self.errors:
             return
-        username = self.cleaned_data["username"]
-        if Profile.objects.filter(unix_username=username).exists():
-            self.add_error("username", f"The UNIX account {username} already has a user here.")
-            return
+        username, host = self.cleaned_data["username"], self.cleaned_data["host"]
         try:
-            prove_unix_account(self.cleaned_data["host"], username, self.code)
+            check_claim(host, username)
+            self._count_try(username)
+            check_uid(host, username, prove_unix_account(host, username, self.code))
         except SignupRefused as exc:
             self.add_error(None, str(exc))
+
+    def _count_try(self, username: str) -> None:
+        """Each proof is an SSH login: limited per address and per claimed name."""
+        for scope, key in (("signup-address", self.address), ("signup-name", username)):
+            wait = Limit(scope, settings.SIGNUP_ATTEMPTS, 3600).take(key)
+            if wait:
+                raise SignupRefused(f"Too many sign-up attempts; try again in {wait_text(wait)}.")
 
 
 class TimeZoneForm(forms.ModelForm):

@@ -183,7 +183,8 @@ class Profile(models.Model):
         max_length=64,
         blank=True,
         validators=[username_validator],
-        help_text="Account on the hosts; empty: the same as the user name.",
+        help_text="Account on every host without a per-host account; empty: none (the web "
+        "user name is never taken as a UNIX name).",
     )
     time_zone = models.CharField(
         max_length=64,
@@ -199,19 +200,24 @@ class Profile(models.Model):
         return f"profile of {self.user}"
 
     def unix_username_for(self, host: Host) -> str:
-        """The user's account name on ``host``: a per-host override, else the usual one."""
+        """The user's account name on ``host``: a per-host account, else the usual one ("":
+        none). Never the web user name: an admin who creates web user ``postgres`` must not
+        hand out that account by accident."""
         for account in self.host_accounts.all():
             if account.host_id == host.pk:
                 return account.unix_username
-        return self.unix_username or self.user.get_username()
+        return self.unix_username
 
 
 class HostAccount(models.Model):
-    """A user whose UNIX account has another name on one particular host."""
+    """A user's UNIX account on one particular host (set by an admin, or proven at sign-up)."""
 
     profile = models.ForeignKey(Profile, on_delete=models.CASCADE, related_name="host_accounts")
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="user_accounts")
     unix_username = models.CharField(max_length=64, validators=[username_validator])
+    proven_at = models.DateTimeField(
+        null=True, blank=True, help_text="When self-sign-up proved the account on this host."
+    )
 
     class Meta:
         ordering = ["host__name"]
@@ -221,6 +227,29 @@ class HostAccount(models.Model):
 
     def __str__(self):
         return f"{self.unix_username}@{self.host}"
+
+
+class RunAsAllowance(models.Model):
+    """An admin's explicit leave to run jobs as an account the rules refuse (root, a system
+    account below RUN_AS_MIN_UID, a host's monitoring account, the service's own account).
+    Created and deleted entries are audited (``audit.receivers``)."""
+
+    unix_username = models.CharField(max_length=64, validators=[username_validator])
+    host = models.ForeignKey(
+        Host, null=True, blank=True, on_delete=models.CASCADE, help_text="Empty: every host."
+    )
+    reason = models.CharField(max_length=200, help_text="Why this account may run jobs.")
+    created = models.DateTimeField(default=timezone.now)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["unix_username"]
+        verbose_name = "run-as allowance"
+
+    def __str__(self):
+        return f"{self.unix_username}@{self.host or 'every host'} allowed: {self.reason}"
 
 
 class MessageQuerySet(models.QuerySet):

@@ -4,12 +4,11 @@ from datetime import date, datetime
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from guardian.conf import settings as guardian_settings
 from guardian.shortcuts import assign_perm, remove_perm
 
-from monitoring.models import Host, username_validator
+from monitoring.models import Host
 
 from .models import Ban, Grant, Profile
 
@@ -24,20 +23,14 @@ def is_service_account(user) -> bool:
     return user.get_username() == guardian_settings.ANONYMOUS_USER_NAME
 
 
-def default_unix_name(user) -> str:
-    """The Django user name when it is a valid UNIX name; else empty (an admin must set one)."""
-    try:
-        username_validator(user.get_username())
-    except ValidationError:
-        return ""
-    return user.get_username()
-
-
 def profile_for(user) -> Profile:
-    """The user's profile, created on first need (users made before this app have none)."""
-    profile, _ = Profile.objects.get_or_create(
-        user=user, defaults={"unix_username": default_unix_name(user)}
-    )
+    """The user's profile, created on first need (users made before this app have none).
+
+    A new profile names no UNIX account: the web user name is not one (an admin who creates
+    web user ``postgres`` would otherwise hand out that account). Admins map accounts
+    explicitly; self-sign-up maps the account it proved on the host it proved it on.
+    """
+    profile, _ = Profile.objects.get_or_create(user=user)
     return profile
 
 

@@ -8,6 +8,13 @@ account whose owner authorised the key, while only the owner can write into its 
 The code belongs to the visitor's session and the file is removed once read. Only hosts
 whose host key was recorded by a probe qualify, and the key must match, so nobody can
 answer in the host's place.
+
+The proof is worth the one host it was made on: the new user gets the account there (a
+HostAccount), never on every host. The service key logs in as root (the usual monitoring
+account) on every host, so whoever is root on one host could otherwise claim root
+everywhere. Accounts that may never run jobs (accesscontrol.accounts: root, the monitoring
+and service accounts, UIDs below RUN_AS_MIN_UID) cannot be claimed at all, nor a name
+someone else already holds on that host.
 """
 
 import hmac
@@ -19,6 +26,8 @@ from monitoring import workers
 from monitoring.connections import ssh_target
 from monitoring.models import Host
 from monitoring.transport import SSHTransport, TransportError
+
+from .accounts import account_taken, refusal
 
 
 class SignupRefused(Exception):
@@ -41,9 +50,27 @@ def new_code() -> str:
     return secrets.token_hex(16)
 
 
-def prove_unix_account(host: Host, username: str, code: str) -> None:
+def check_claim(host: Host, username: str) -> None:
+    """Refuse, before logging in anywhere, a name nobody may claim or somebody holds."""
+    why = refusal(username)
+    if why:
+        raise SignupRefused(f"{username} cannot be used to sign up: {why}.")
+    if account_taken(host, username):
+        raise SignupRefused(f"The UNIX account {username} on {host} already has a user here.")
+
+
+def check_uid(host: Host, username: str, uid: int) -> None:
+    """System accounts (below RUN_AS_MIN_UID) are refused once the host has told the UID."""
+    if uid < settings.RUN_AS_MIN_UID:
+        raise SignupRefused(
+            f"{username} on {host} has UID {uid}, a system account (below "
+            f"{settings.RUN_AS_MIN_UID}): it cannot be used to sign up."
+        )
+
+
+def prove_unix_account(host: Host, username: str, code: str) -> int:
     """Have a worker log in to ``host`` as ``username`` and find ``code`` in its proof file;
-    raise SignupRefused if anything does not hold.
+    return the account's UID; raise SignupRefused if anything does not hold.
 
     The request waits for the worker's answer (at most WORKER_ANSWER_SECONDS) rather than
     answering "checking…" and finishing later: a sign-up is rare, its visitor waits for the
@@ -53,7 +80,7 @@ def prove_unix_account(host: Host, username: str, code: str) -> None:
     if host.is_local or not host.host_key:
         raise SignupRefused(f"{host} cannot be used for sign-up: its host key is not recorded.")
     try:
-        workers.ask("accesscontrol.signup.check_proof", host.pk, username, code)
+        return workers.ask("accesscontrol.signup.check_proof", host.pk, username, code)
     except workers.NoAnswer as exc:
         raise SignupRefused(str(exc)) from None
 
@@ -64,16 +91,16 @@ def check_proof(host_id: int, username: str, code: str) -> dict:
     if host is None:
         return workers.refusal("That host cannot be used for sign-up any more.")
     try:
-        _prove(host, username, code)
+        uid = _prove(host, username, code)
     except SignupRefused as exc:
         return workers.refusal(str(exc))
-    return workers.answer(True)
+    return workers.answer(uid)
 
 
-def _prove(host: Host, username: str, code: str) -> None:
+def _prove(host: Host, username: str, code: str) -> int:
     transport = SSHTransport(ssh_target(host, username))
-    # One round trip: who we are, then the file, read once.
-    script = 'id -un; echo @@; cat -- "$1" 2>/dev/null && rm -f -- "$1"'
+    # One round trip: who we are (name, UID), then the file, read once.
+    script = 'id -un; id -u; echo @@; cat -- "$1" 2>/dev/null && rm -f -- "$1"'
     try:
         result = transport.run(
             ["sh", "-c", script, "sh", PROOF_FILE], timeout=settings.SSH_COMMAND_TIMEOUT
@@ -83,10 +110,12 @@ def _prove(host: Host, username: str, code: str) -> None:
     finally:
         transport.close()
     who, _, found = result.stdout.partition("@@\n")
-    if who.strip() != username:
+    name, _, uid = who.strip().partition("\n")
+    if name != username or not uid.isdigit():
         raise SignupRefused(f"Logged in to {host}, but the account did not say it is {username}.")
     if not result.ok or not hmac.compare_digest(found.strip(), code):
         raise SignupRefused(
             f"Logged in to {host} as {username}, but ~/{PROOF_FILE} did not hold the code "
             "shown on this page: write it there from that account, then try again."
         )
+    return int(uid)

@@ -13,14 +13,16 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.utils import timezone
 
+from apitokens.limits import client_address
 from monitoring import localaccounts
 from monitoring.keys import public_key_line
 from monitoring.models import Device, Host
 
 from .coverage import active_ban, coverage_map
 from .forms import SignupForm, TimeZoneForm, WeekForm
-from .models import Grant, site_today, site_zone
+from .models import Grant, HostAccount, site_today, site_zone
 from .permissions import may_inspect_others, permission_name, restrict
 from .services import profile_for
 from .signup import PROOF_FILE, new_code, self_signup_enabled
@@ -79,13 +81,17 @@ def signup(request):
         return redirect("access-week")
     # One code per visitor, kept until it has served: a failed try can be repeated as is.
     code = request.session.setdefault(SIGNUP_CODE, new_code())
-    form = SignupForm(request.POST or None, code=code)
+    form = SignupForm(request.POST or None, code=code, address=client_address(request))
     if request.method == "POST" and form.is_valid():
         with transaction.atomic():
             user = form.save()
-            profile = profile_for(user)
-            profile.unix_username = user.get_username()
-            profile.save(update_fields=["unix_username"])
+            # The account proven, on the host it was proven on only (accesscontrol.signup).
+            HostAccount.objects.create(
+                profile=profile_for(user),
+                host=form.cleaned_data["host"],
+                unix_username=user.get_username(),
+                proven_at=timezone.now(),
+            )
         request.session.pop(SIGNUP_CODE, None)
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect("access-week")
@@ -126,7 +132,7 @@ def profile(request):
     key = public_key_line()
     context = {
         "form": form,
-        "unix_username": mine.unix_username or request.user.get_username(),
+        "unix_username": mine.unix_username,
         "accounts": accounts,
         "public_key": key,
         "authorize_command": f"echo {shlex.quote(key)} >> ~/.ssh/authorized_keys",

@@ -6,6 +6,7 @@ never another token: a leaked token cannot mint itself successors.
 """
 
 from django.contrib.auth import authenticate
+from django.utils.cache import add_never_cache_headers
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -54,7 +55,9 @@ def new_token_answer(user, name, expires=None) -> Response:
     token, secret = services.issue_token(user, name, expires)
     data = NewTokenSerializer(token).data
     data["token"] = secret
-    return Response(data, status=status.HTTP_201_CREATED)
+    response = Response(data, status=status.HTTP_201_CREATED)
+    add_never_cache_headers(response)  # the secret must not stay in a cache on the way
+    return response
 
 
 class TokenViewSet(
@@ -99,7 +102,7 @@ class TokenViewSet(
         username, password = params.pop("username"), params.pop("password")
         wait = signin.wait_seconds(request, username)
         if wait:
-            raise exceptions.Throttled(wait, signin.wait_message(wait))
+            raise exceptions.Throttled(wait, signin.locked_message(request, username))
         user = authenticate(request, username=username, password=password)
         if user is None:
             raise exceptions.AuthenticationFailed("Wrong user name or password.")

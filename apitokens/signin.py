@@ -1,75 +1,95 @@
-"""Failed password sign-ins are limited per user name and address, wherever they happen.
+"""Failed password sign-ins are limited per user name, per address and on the whole site.
 
 ``SignInLimit`` sits first in AUTHENTICATION_BACKENDS, so the login form, the admin's login,
-the browsable API's login and ``POST /api/tokens/login/`` all stop checking passwords for a
-name and address after LOGIN_ATTEMPTS failures within LOGIN_ATTEMPT_WINDOW seconds. Counts
-live in Django's cache (per process on the embedded profile); a successful sign-in clears
-them. Keying on the name *and* the address keeps one attacker from locking a user out
-everywhere.
-"""
+the browsable API's login and ``POST /api/tokens/login/`` all stop checking passwords once
+a limit is reached within LOGIN_ATTEMPT_WINDOW seconds:
 
-import hashlib
-import time
+- LOGIN_ATTEMPTS failures for one name from one address (guessing one password). Keyed on
+  the name *and* the address, so a stranger cannot lock the owner out everywhere;
+- LOGIN_ADDRESS_ATTEMPTS failures from one address, whatever the names (password spraying:
+  many names, one password);
+- LOGIN_SITE_ATTEMPTS failures on the whole site (spraying from many addresses). Set high:
+  reaching it stops password sign-ins for everybody until the window passes.
+
+The address is ``limits.client_address`` (the proxy's view, never a forged header); counts
+live in the shared cache, so several web processes count together. A successful sign-in
+clears only its own name-and-address count: signing in to one's own account must not reset
+what an attacker's address has used up.
+"""
 
 from django.conf import settings
 from django.contrib.auth.backends import BaseBackend, ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.signals import user_logged_in, user_login_failed
-from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.dispatch import receiver
 
+from .limits import Limit, client_address, wait_text
 
-def _key(request, username: str) -> str:
-    address = request.META.get("REMOTE_ADDR", "")
-    raw = f"{username.casefold()}|{address}".encode()
-    return "signin-failures:" + hashlib.sha256(raw).hexdigest()
+
+def _limits(request, username: str) -> list[tuple[Limit, tuple[str, ...], str]]:
+    """(limit, key parts, whose tries it counts) for a sign-in as ``username``."""
+    address, window = client_address(request), settings.LOGIN_ATTEMPT_WINDOW
+    return [
+        (
+            Limit("signin-name", settings.LOGIN_ATTEMPTS, window),
+            (username.casefold(), address),
+            "for this user name from your address",
+        ),
+        (
+            Limit("signin-address", settings.LOGIN_ADDRESS_ATTEMPTS, window),
+            (address,),
+            "from your address",
+        ),
+        (Limit("signin-site", settings.LOGIN_SITE_ATTEMPTS, window), (), "on this site"),
+    ]
 
 
 def wait_seconds(request, username: str | None) -> int:
     """Seconds until this name may try again from this address (0: it may now)."""
+    return _wait(request, username)[0]
+
+
+def _wait(request, username: str | None) -> tuple[int, str]:
     if request is None or not username:
-        return 0
-    key = _key(request, username)
-    if (cache.get(key) or 0) < settings.LOGIN_ATTEMPTS:
-        return 0
-    first = cache.get(key + ":since") or time.time()
-    return max(1, int(settings.LOGIN_ATTEMPT_WINDOW - (time.time() - first)))
+        return 0, ""
+    for limit, parts, whose in _limits(request, username):
+        wait = limit.wait(*parts)
+        if wait:
+            return wait, whose
+    return 0, ""
 
 
-def wait_message(seconds: int) -> str:
-    minutes = -(-seconds // 60)
-    return (
-        "Too many failed sign-ins for this user name from your address. "
-        f"Try again in {minutes} minute{'s' if minutes != 1 else ''}."
-    )
+def wait_message(seconds: int, whose: str = "for this user name from your address") -> str:
+    return f"Too many failed sign-ins {whose}. Try again in {wait_text(seconds)}."
+
+
+def locked_message(request, username: str | None) -> str:
+    """The message for a locked sign-in ("" if none of the limits is reached)."""
+    wait, whose = _wait(request, username)
+    return wait_message(wait, whose) if wait else ""
 
 
 def note_failure(request, username: str | None) -> None:
     if request is None or not username:
         return
-    key, window = _key(request, username), settings.LOGIN_ATTEMPT_WINDOW
-    cache.add(key + ":since", time.time(), window)
-    cache.add(key, 0, window)
-    try:
-        cache.incr(key)
-    except ValueError:  # expired between add() and incr()
-        cache.set(key, 1, window)
+    for limit, parts, _ in _limits(request, username):
+        limit.note(*parts)
 
 
 def clear(request, username: str) -> None:
     if request is not None:
-        key = _key(request, username)
-        cache.delete_many([key, key + ":since"])
+        limit, parts, _ = _limits(request, username)[0]
+        limit.clear(*parts)
 
 
 class SignInLimit(BaseBackend):
     """Refuses every password check for a locked name and address (see the module doc)."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
-        wait = wait_seconds(request, username)
-        if wait:
-            raise PermissionDenied(wait_message(wait))
+        message = locked_message(request, username)
+        if message:
+            raise PermissionDenied(message)
         return None  # not locked: the next backend checks the password
 
     def get_user(self, user_id):
@@ -83,10 +103,10 @@ class SignInForm(AuthenticationForm):
     throttled = False
 
     def clean(self):
-        wait = wait_seconds(self.request, self.cleaned_data.get("username"))
-        if wait:
+        message = locked_message(self.request, self.cleaned_data.get("username"))
+        if message:
             self.throttled = True
-            raise ValidationError(wait_message(wait), code="throttled")
+            raise ValidationError(message, code="throttled")
         return super().clean()
 
 

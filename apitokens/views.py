@@ -1,24 +1,52 @@
 """The profile page for API tokens, and the login views that show sign-in limits."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.views import LoginView
+from django.contrib.auth.forms import PasswordResetForm
+from django.contrib.auth.views import LoginView, PasswordResetView
 from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from .forms import NewTokenForm
+from .limits import Limit, client_address
 from .models import ApiToken
 from .services import issue_token, revoke_token
 from .signin import SignInForm
 
+
+class LimitedPasswordResetForm(PasswordResetForm):
+    """Reset mails limited per asking address and per recipient, so nobody can flood a
+    victim's mailbox through us. Over a limit nothing is sent and the page reads the same
+    as always (it never says whether an account has that address)."""
+
+    HOUR = 3600
+
+    def save(self, *args, request=None, **kwargs):
+        per_address = Limit("reset-address", settings.PASSWORD_RESET_MAILS_PER_ADDRESS, self.HOUR)
+        if request is not None and per_address.take(client_address(request)):
+            return None
+        return super().save(*args, request=request, **kwargs)
+
+    def send_mail(self, subject, body, context, from_email, to_email, *args, **kwargs):
+        per_recipient = Limit(
+            "reset-recipient", settings.PASSWORD_RESET_MAILS_PER_RECIPIENT, self.HOUR
+        )
+        if not per_recipient.take(to_email.casefold()):
+            super().send_mail(subject, body, context, from_email, to_email, *args, **kwargs)
+
+
+password_reset = PasswordResetView.as_view(form_class=LimitedPasswordResetForm)
 sign_in = LoginView.as_view(authentication_form=SignInForm)
 api_sign_in = LoginView.as_view(
     authentication_form=SignInForm, template_name="rest_framework/login.html"
 )
 
 
+@never_cache  # a new token's secret is on this page once: no copy in any cache
 @login_required
 def tokens(request):
     """One's tokens; a new token's secret is shown in this one answer and never again."""

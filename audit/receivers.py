@@ -10,7 +10,8 @@ from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_save
 from django.dispatch import receiver
 
-from accesscontrol.models import Ban, Grant
+from accesscontrol.models import Ban, Grant, RunAsAllowance
+from apitokens.limits import client_address
 from monitoring.models import Host
 
 from .context import current_actor
@@ -101,6 +102,22 @@ def ban_lifted(sender, instance, **kwargs):
     record("ban.lifted", actor=current_actor(), target=instance.user, reason=instance.reason)
 
 
+@receiver(post_save, sender=RunAsAllowance)
+def run_as_allowed(sender, instance, created, raw=False, **kwargs):
+    if raw:
+        return
+    actor = current_actor() or instance.created_by
+    host = instance.host.name if instance.host else None
+    action = "run_as.allowed" if created else "run_as.allowance_changed"
+    record(action, actor=actor, target=instance, host=host, reason=instance.reason)
+
+
+@receiver(post_delete, sender=RunAsAllowance)
+def run_as_disallowed(sender, instance, **kwargs):
+    host = instance.host.name if instance.host_id else None
+    record("run_as.allowance_removed", actor=current_actor(), target=instance, host=host)
+
+
 @receiver(pre_save, sender=Host)
 def notice_ssh_alarm(sender, instance, raw=False, **kwargs):
     """Mark a change into an SSH alarm state; only then is the stored status read."""
@@ -137,12 +154,7 @@ def login_failed(sender, credentials, request=None, **kwargs):
 
 
 def _client(request) -> dict:
-    """Where a sign-in came from. Behind a proxy REMOTE_ADDR is the proxy, so the address
-    the proxy reports is kept too (as a claim: a client can forge it where no proxy is)."""
+    """Where a sign-in came from: the one address limits and logs use (apitokens.limits)."""
     if request is None:
         return {}
-    meta = request.META
-    detail = {"address": meta.get("REMOTE_ADDR", "")}
-    if meta.get("HTTP_X_FORWARDED_FOR"):
-        detail["forwarded_for"] = meta["HTTP_X_FORWARDED_FOR"][:200]
-    return detail
+    return {"address": client_address(request)}

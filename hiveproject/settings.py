@@ -423,6 +423,51 @@ LOGGING = {
     "loggers": {"paramiko": {"level": "CRITICAL"}},
 }
 
+# --- Security at the edges (issue 15): run-as accounts, client addresses, shared counters ---
+# Jobs never run as an account below this UID (system accounts), nor as root, a host's
+# monitoring account or the service's own account, unless an admin records an allowance.
+RUN_AS_MIN_UID = envint("RUN_AS_MIN_UID", 1000)
+# Proxies in front of daphne whose X-Forwarded-For entry is believed (nginx: 1). The client's
+# address is the entry the nearest proxy wrote; with 0 it is the socket's (apitokens.limits).
+NUM_PROXIES = envint("NUM_PROXIES", 1 if HIVE_BEHIND_PROXY else 0)
+REST_FRAMEWORK["NUM_PROXIES"] = NUM_PROXIES  # DRF's throttles: the same address
+# Failed sign-ins from one address whatever the names (spraying), and on the whole site
+# (spraying from many addresses: reaching it pauses password sign-ins for everyone).
+LOGIN_ADDRESS_ATTEMPTS = envint("LOGIN_ADDRESS_ATTEMPTS", 20)
+LOGIN_SITE_ATTEMPTS = envint("LOGIN_SITE_ATTEMPTS", 1000)
+# Password-reset mails per recipient and per asking address, per hour.
+PASSWORD_RESET_MAILS_PER_RECIPIENT = envint("PASSWORD_RESET_MAILS_PER_RECIPIENT", 3)
+PASSWORD_RESET_MAILS_PER_ADDRESS = envint("PASSWORD_RESET_MAILS_PER_ADDRESS", 10)
+# Self-sign-up proofs (an SSH login each) per address and per claimed name, per hour.
+SIGNUP_ATTEMPTS = envint("SIGNUP_ATTEMPTS", 10)
+# Counters every web process shares (sign-in and mail limits, throttles): Redis in
+# production, a database table on the embedded profile (created by migrate).
+if REDIS_URL:
+    _CACHE = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+else:
+    _CACHE = {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "hive_cache"}
+CACHES = {"default": _CACHE}
+
+
+# Files the service writes are its own: the data dir 0700 (the secret key and SSH key are
+# created 0600 where they are written), the SQLite file 0600 before SQLite creates it 0644
+# (its -wal and -shm files take the database file's mode).
+def _private_files() -> None:
+    HIVE_DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if HIVE_DATA_DIR.stat().st_uid == os.getuid():
+        HIVE_DATA_DIR.chmod(0o700)
+    database = DATABASES["default"]
+    if database["ENGINE"].endswith("sqlite3") and str(database["NAME"]) != ":memory:":
+        os.close(os.open(database["NAME"], os.O_WRONLY | os.O_CREAT, 0o600))
+        if os.stat(database["NAME"]).st_uid == os.getuid():
+            os.chmod(database["NAME"], 0o600)
+
+
+_private_files()
+# Who sees which GPU processes' command lines (monitoring.visibility): own and, for admins of
+# the host, everyone's; others read "command hidden".
+PROCESS_VISIBILITY = envstr("PROCESS_VISIBILITY", "accesscontrol.accounts.ProcessVisibility")
+
 # --- Supervised workers (serve-workers) ---------------------------------------------------
 # `manage.py workers` (and `serve`) run the django-q2 cluster under a supervisor. A cluster in
 # which no task finished for WORKERS_STALL_SECONDS while work was due and a worker was free is

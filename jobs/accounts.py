@@ -6,19 +6,16 @@ ask here, so a further check on the account (e.g. whether it may be used) belong
 
 from django.core.exceptions import ValidationError
 
-from accesscontrol.services import profile_for
+from accesscontrol.accounts import check_run_as
 from monitoring import localaccounts
 from monitoring.models import Host
 
 
 def run_as(user, host: Host) -> str:
-    """The account ``user``'s tasks run as on ``host``; ValidationError saying why none can."""
-    name = profile_for(user).unix_username_for(host)
-    if not name:
-        raise ValidationError(
-            f"{user} has no UNIX account name for {host.name}: an admin sets it on the "
-            "user's profile (Admin › Profiles)."
-        )
+    """The account ``user``'s tasks run as on ``host``; ValidationError saying why none can
+    (none mapped, or refused: root, the monitoring or service account... unless allowed, see
+    accesscontrol.accounts.check_run_as; the UID floor is checked on the host at spawn)."""
+    name = check_run_as(user, host).name
     if host.is_local and (why := localaccounts.problem(host.name, name)):
         raise ValidationError(why)
     return name

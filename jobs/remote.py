@@ -165,8 +165,19 @@ class Spawned:
     log_path: str
 
 
-def spawn(host: Host, username: str, argv: list[str]) -> Spawned:
-    out = _checked(run_as(host, username, argv), "starting the screen session").strip()
+# Run argv only if the account's UID is at least $1: a system account (postgres, www-data)
+# mapped by mistake is refused on the host itself, where its UID is known.
+UID_FLOOR = (
+    'floor=$1; shift; uid=$(id -u); if [ "$uid" -lt "$floor" ]; then '
+    'echo "refused: $(id -un) has UID $uid, below $floor (a system account)" >&2; exit 6; fi; '
+    'exec "$@"'
+)
+
+
+def spawn(host: Host, username: str, argv: list[str], min_uid: int) -> Spawned:
+    """Start ``argv`` (from spawn_argv) as ``username`` if its UID is at least ``min_uid``."""
+    guarded = ["sh", "-c", UID_FLOOR, "sh", str(min_uid), *argv]
+    out = _checked(run_as(host, username, guarded), "starting the screen session").strip()
     pid, _, path = out.partition(" ")
     return Spawned(int(pid) if pid.isdigit() else None, path)
 

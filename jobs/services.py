@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Case, Value, When
 from django.utils import timezone
 
+from accesscontrol.accounts import spawn_min_uid
 from accesscontrol.permissions import can
 from audit.log import record
 from monitoring import lease
@@ -263,7 +264,9 @@ def launch_claimed(task: Task) -> Task:
     """Start the screen session of a task claimed by ``claim_start``, as the argv it stored."""
     task.refresh_from_db()
     try:
-        spawned = remote.spawn(task.host, task.unix_username, task.argv)
+        # The UID floor is checked on the host itself (accesscontrol.accounts).
+        min_uid = spawn_min_uid(task.unix_username, task.host)
+        spawned = remote.spawn(task.host, task.unix_username, task.argv, min_uid=min_uid)
     except remote.RemoteError as exc:
         _finish(task, Task.Status.FAILED, error=str(exc))
         raise ValidationError(f"Task {task.pk} could not start: {exc}") from None

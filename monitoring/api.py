@@ -17,6 +17,7 @@ from hiveproject.renderers import iso_time
 
 from .history import DISK_FIELDS, GPU_FIELDS, HOST_FIELDS, retention_limits
 from .models import Device, DiskMetric, GpuMetric, Host, HostMetric, Resolution
+from .visibility import process_visibility, visible_processes
 
 MAX_POINTS = 5000
 
@@ -231,7 +232,10 @@ class ProcessViewSet(viewsets.ViewSet):
         if request.query_params.get("host"):
             hosts = hosts.filter(name=request.query_params["host"])
         user = request.query_params.get("user")
-        rows = [row for host in hosts for row in process_rows(host)]
+        visibility = process_visibility(request.user)  # other users' command lines hidden
+        rows = [
+            row for host in hosts for row in visible_processes(visibility, host, process_rows(host))
+        ]
         return paged(request, self, [row for row in rows if not user or row["user"] == user])
 
 

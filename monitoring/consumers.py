@@ -8,6 +8,7 @@ from django.conf import settings
 
 from .live import freshness_marker, live_payload
 from .loop import LIVE_GROUP
+from .visibility import process_visibility
 
 # Close code for "not signed in" (4000-4999 are free for applications).
 NOT_SIGNED_IN = 4401
@@ -26,6 +27,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             return
         self.marker = None
         self.sending = asyncio.Lock()
+        self.visibility = await database_sync_to_async(process_visibility)(user)
         await self.accept()
         if self.channel_layer is not None:
             await self.channel_layer.group_add(LIVE_GROUP, self.channel_name)
@@ -58,4 +60,4 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             if marker == self.marker:
                 return
             self.marker = marker
-            await self.send_json(await database_sync_to_async(live_payload)())
+            await self.send_json(await database_sync_to_async(live_payload)(self.visibility))

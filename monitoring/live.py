@@ -9,6 +9,7 @@ the same check run at once instead of waiting for the next poll.
 from django.db.models import Count, Max
 
 from .models import Device, Host
+from .visibility import visible_processes
 
 
 def freshness_marker() -> tuple:
@@ -18,13 +19,14 @@ def freshness_marker() -> tuple:
     return (marker["probed"], marker["hosts"], marker["top"])
 
 
-def live_payload() -> dict:
-    """The message a dashboard gets: one entry per host, GPUs with their device ids."""
+def live_payload(visibility) -> dict:
+    """The message a dashboard gets: one entry per host, GPUs with their device ids, other
+    users' command lines hidden as ``visibility`` (monitoring.visibility) decides."""
     hosts = Host.objects.filter(enabled=True).prefetch_related("devices")
-    return {"type": "snapshot", "hosts": [host_payload(host) for host in hosts]}
+    return {"type": "snapshot", "hosts": [host_payload(host, visibility) for host in hosts]}
 
 
-def host_payload(host: Host) -> dict:
+def host_payload(host: Host, visibility) -> dict:
     snapshot = host.last_snapshot or {}
     devices = {d.uuid: d for d in host.devices.all()}
     return {
@@ -39,7 +41,7 @@ def host_payload(host: Host) -> dict:
         "cpu": snapshot.get("cpu") or {},
         "disks": snapshot.get("disks") or [],
         "gpus": [gpu_payload(gpu, devices) for gpu in snapshot.get("gpus") or []],
-        "processes": snapshot.get("processes") or [],
+        "processes": visible_processes(visibility, host, snapshot.get("processes")),
         "lost_gpus": [
             {
                 "id": d.pk,

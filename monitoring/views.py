@@ -8,6 +8,7 @@ from django.views.decorators.http import require_http_methods
 from .forms import LayoutForm
 from .models import DashboardLayout, Host
 from .templatetags.monitoring_format import gib
+from .visibility import process_visibility, visible_processes
 
 
 @login_required
@@ -16,6 +17,9 @@ def host_detail(request, name):
     over the websocket with the user's chosen charts, and GPU history from the history API."""
     host = get_object_or_404(Host, name=name)
     hardware = host.hardware or {}
+    snapshot = host.last_snapshot or {}
+    visibility = process_visibility(request.user)  # other users' command lines hidden
+    host.visible_processes = visible_processes(visibility, host, snapshot.get("processes"))
     context = {
         "host": host,
         "hardware": hardware,

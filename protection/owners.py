@@ -1,8 +1,5 @@
 """Who a process belongs to: UNIX names as ps prints them, and the service users behind them."""
 
-from django.contrib.auth import get_user_model
-from django.db.models import Q
-
 from accesscontrol.models import HostAccount, Profile
 from accesscontrol.services import profile_for
 from monitoring.models import Host
@@ -37,11 +34,11 @@ class UnixNames:
 def service_user(host: Host, unix_name: str):
     """The one service user whose account on ``host`` is ``unix_name``; None if none or several.
 
-    Mirrors Profile.unix_username_for: a per-host account first, then the usual UNIX name,
-    then the Django user name for users without one. Two candidates means we cannot tell
-    who it is, so nobody is named (and nobody is mailed by mistake). root's processes are the
-    system's (drivers, daemons, the service itself): never any one user's, even one whose
-    tasks were set to run as root.
+    Mirrors Profile.unix_username_for: a per-host account first, then the usual UNIX name
+    (never the web user name). Two candidates means we cannot tell who it is, so nobody is
+    named (and nobody is mailed by mistake). root's processes are the system's (drivers,
+    daemons, the service itself): never any one user's, even one whose tasks were set to run
+    as root.
     """
     if unix_name in SYSTEM_ACCOUNTS:
         return None
@@ -51,8 +48,4 @@ def service_user(host: Host, unix_name: str):
         overridden = HostAccount.objects.filter(host=host).values("profile")
         profiles = Profile.objects.filter(unix_username=unix_name).exclude(pk__in=overridden)
         users = [p.user for p in profiles.select_related("user")[:2]]
-    if not users:
-        no_unix_name = Q(profile__isnull=True) | Q(profile__unix_username="")
-        candidates = get_user_model().objects.filter(no_unix_name, username=unix_name)
-        users = list(candidates.exclude(profile__in=overridden)[:2])
     return users[0] if len(users) == 1 else None

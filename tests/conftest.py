@@ -13,6 +13,7 @@ import os
 import pytest
 from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 
 # Test files that depend on the profile, besides those marked `profile` in their own module.
 # A directory covers every file under it.
@@ -55,6 +56,7 @@ PROFILE_PATHS = (
     "tests/accounting/test_rollup.py",  # GPU-hours summed and bucketed by day in SQL
     "tests/monitoring/test_steady_recording.py",  # bulk writes (executemany) per database
     "tests/queueing/test_fairshare.py",  # decayed usage aggregated in SQL
+    "tests/security/test_edges_proxy.py",  # counters shared by web processes (DB cache, Redis)
 )
 
 
@@ -84,6 +86,15 @@ def hive_data_dir(tmp_path_factory):
 def _isolated_data_dir(settings, hive_data_dir):
     settings.HIVE_DATA_DIR = hive_data_dir
     settings.SSH_KEY_PATH = hive_data_dir / "ssh" / "id_ed25519"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Sign-in, sign-up and mail counters and DRF throttles live in the cache: each test
+    starts at zero."""
+    cache.clear()
+    yield
+    cache.clear()
 
 
 @pytest.fixture

@@ -66,7 +66,7 @@ class Sshd:
         return f"""{listen}
 HostKey {self.host_key}
 PidFile {self.workdir}/sshd.pid
-AuthorizedKeysFile {self.workdir}/authorized_keys
+AuthorizedKeysFile {self.workdir}/authorized_keys .ssh/authorized_keys
 UsePAM no
 StrictModes no
 PermitRootLogin prohibit-password
@@ -144,3 +144,28 @@ class FakeGpus:
 
 def sshd_available() -> bool:
     return Path(SSHD).exists() and shutil.which("ssh-keygen") is not None
+
+
+def unix_account(sshd: Sshd, name: str, *useradd_options: str):
+    """A real UNIX account (home, shell) whose ~/.ssh/authorized_keys holds the service key,
+    as a lab member's would; recreated if left over. The test sshd runs as the tests' user:
+    logging in as another account needs root."""
+    import pwd
+
+    require(os.geteuid() == 0 and shutil.which("useradd"), "creating UNIX accounts needs root")
+    remove_unix_account(name)
+    subprocess.run(
+        ["useradd", *useradd_options, "-m", "-s", "/bin/sh", "-p", "*", name], check=True
+    )
+    account = pwd.getpwnam(name)
+    ssh_dir = Path(account.pw_dir) / ".ssh"
+    ssh_dir.mkdir(mode=0o700)
+    shutil.copy(sshd.workdir / "authorized_keys", ssh_dir / "authorized_keys")
+    for path in (ssh_dir, ssh_dir / "authorized_keys"):
+        os.chown(path, account.pw_uid, account.pw_gid)
+    return account
+
+
+def remove_unix_account(name: str) -> None:
+    subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True, check=False)
+    subprocess.run(["userdel", "-r", name], capture_output=True, check=False)

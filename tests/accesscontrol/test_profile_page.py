@@ -31,9 +31,11 @@ def test_each_user_sees_their_own_accounts_and_the_key(
     user = request.getfixturevalue(persona)
     client.force_login(user)
     page = client.get(URL).content.decode()
-    assert f"Jobs run as <code>{user.username}</code>" in page
+    assert f"<code>{user.username}</code>" not in page  # a web name is not a UNIX name
     if own:
-        assert f"<code>{own}</code>" in page
+        assert "Jobs run only on these hosts" in page and f"<code>{own}</code>" in page
+    else:
+        assert "You have no UNIX account here yet" in page
     assert not_own not in page
     assert "ssh-ed25519" in page and "&gt;&gt; ~/.ssh/authorized_keys" in page
 
@@ -56,6 +58,14 @@ def test_the_unix_name_cannot_be_set_from_the_page(client, owner):
     client.force_login(owner)
     assert client.post(URL, {"time_zone": "", "unix_username": "root"}).status_code == 302
     assert profile_for(owner).unix_username == before != "root"
+
+
+def test_the_usual_account_is_shown_when_an_admin_set_one(client, owner):
+    profile = profile_for(owner)
+    profile.unix_username = "owen"
+    profile.save()
+    client.force_login(owner)
+    assert "Jobs run as <code>owen</code> on every host." in client.get(URL).content.decode()
 
 
 def test_a_user_is_told_when_their_account_does_not_exist_on_this_machine(client, owner, db):

@@ -46,11 +46,12 @@ def test_it_leaves_new_users_groupless_without_a_default_group(db):
     assert not User.objects.create_user("newcomer").groups.exists()
 
 
-def test_it_gives_every_new_user_a_profile_named_like_them(owner, node1):
-    assert owner.profile.unix_username == "owner"
-    odd = User.objects.create_user("Jane.Doe@lab")
-    assert odd.profile.unix_username == ""  # not a UNIX name: an admin sets one
-    assert odd.profile.unix_username_for(node1) == "Jane.Doe@lab"
+def test_it_gives_every_new_user_a_profile_without_a_unix_account(owner, node1):
+    # A web user name never implies a UNIX account: web user "postgres" must not get it.
+    postgres = User.objects.create_user("postgres")
+    assert postgres.profile.unix_username == ""
+    assert postgres.profile.unix_username_for(node1) == ""
+    assert owner.profile.unix_username_for(node1) == ""
 
 
 def test_it_gives_users_from_before_the_app_a_profile_when_migrating(owner, other_user):
@@ -63,6 +64,8 @@ def test_it_gives_users_from_before_the_app_a_profile_when_migrating(owner, othe
 
 def test_it_uses_a_per_host_unix_name_where_one_is_set(owner, node1, node2):
     profile = profile_for(owner)
+    profile.unix_username = "owner"
+    profile.save()
     HostAccount.objects.create(profile=profile, host=node2, unix_username="owner2")
     profile = Profile.objects.get(pk=profile.pk)
     assert profile.unix_username_for(node1) == "owner"

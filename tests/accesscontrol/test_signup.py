@@ -1,9 +1,11 @@
 """Self-sign-up by proof of a UNIX account, against the real test sshd.
 
-The sshd lets the service key in as the account running the tests; the proof file is
-written into that account's home, as the person signing up would. The request hands the
-proof to the workers and waits for their answer: a thread stands in for them (so the
-tests' rows must be committed: transaction=True).
+The sshd lets the service key into any account (one authorized_keys file for all). The
+account running the tests is root or the service's own, which sign-up refuses, so the
+person signing up is a real ordinary account (UID >= 1000) the tests create; the proof
+file is written into its home, as that person would.
+The request hands the proof to the workers and waits for their answer: a thread
+stands in for them (so the tests' rows must be committed: transaction=True).
 """
 
 import os
@@ -15,6 +17,8 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from accesscontrol import signup
+from accesscontrol.models import HostAccount
+from accesscontrol.services import profile_for
 from accesscontrol.signup import PROOF_FILE, SignupRefused, prove_unix_account
 from monitoring.inventory import probe_and_record
 from monitoring.models import Host
@@ -24,21 +28,30 @@ from tests.monitoring.conftest import (  # noqa: F401  (fixtures)
     make_host,
     sshd,
 )
+from tests.realparts import remove_unix_account, unix_account
 from tests.workers import Workers
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 URL = "/access/signup/"
 User = get_user_model()
-ME = pwd.getpwuid(os.getuid())
-PROOF = Path(ME.pw_dir) / PROOF_FILE
+MEMBER = "hive-signup-member"  # an ordinary account, created for these tests
+
+
+@pytest.fixture(scope="module")
+def member(sshd):  # noqa: F811
+    """A lab member's ordinary UNIX account (UID >= 1000), created as people's are."""
+    account = unix_account(sshd, MEMBER)
+    assert account.pw_uid >= 1000
+    yield account
+    remove_unix_account(MEMBER)
 
 
 @pytest.fixture
 def probed_host(db, sshd, gpus, settings):  # noqa: F811
     """A host behind the test sshd whose host key the monitoring probe has recorded."""
     settings.SELF_SIGNUP = True
-    settings.SSH_CONNECT_TIMEOUT = 3
+    settings.SSH_CONNECT_TIMEOUT = 15  # a loaded CI machine answers slowly
     gpus("127.0.0.2").set_gpus([])
     host = make_host(sshd, "node-2", "127.0.0.2")
     probe_and_record(host)
@@ -47,12 +60,27 @@ def probed_host(db, sshd, gpus, settings):  # noqa: F811
     return host
 
 
+def proof_path(account) -> Path:
+    return Path(account.pw_dir) / PROOF_FILE
+
+
+def write_proof(account, text: str) -> None:
+    """As the account's owner would: a file of theirs in their home."""
+    path = proof_path(account)
+    path.write_text(text + "\n")
+    os.chown(path, account.pw_uid, account.pw_gid)
+
+
 @pytest.fixture
-def proof_file():
-    """Writes into the test account's proof file; the file is gone afterwards."""
-    PROOF.unlink(missing_ok=True)
-    yield lambda text: PROOF.write_text(text + "\n")
-    PROOF.unlink(missing_ok=True)
+def proof_file(member):
+    """Writes into the member's proof file; the file is gone afterwards."""
+    proof_path(member).unlink(missing_ok=True)
+    yield lambda text: write_proof(member, text)
+    proof_path(member).unlink(missing_ok=True)
+
+
+def me_account():
+    return pwd.getpwnam(MEMBER)
 
 
 def code_on_the_page(client) -> str:
@@ -66,7 +94,7 @@ def workers():
         yield
 
 
-def form(host, username=ME.pw_name, **extra) -> dict:
+def form(host, username=MEMBER, **extra) -> dict:
     return {
         "host": host.pk,
         "username": username,
@@ -90,10 +118,11 @@ def test_it_creates_the_account_when_the_home_holds_the_code(
     proof_file(code)
     response = client.post(URL, form(probed_host))
     assert response.status_code == 302 and response["Location"] == "/access/week/"
-    user = User.objects.get(username=ME.pw_name)
-    assert user.profile.unix_username_for(probed_host) == ME.pw_name
+    user = User.objects.get(username=MEMBER)
+    assert user.profile.unix_username_for(probed_host) == MEMBER
+    assert HostAccount.objects.get(profile__user=user).proven_at is not None
     assert client.get("/access/week/").status_code == 200
-    assert not PROOF.exists()  # read once, then removed
+    assert not proof_path(me_account()).exists()  # read once, then removed
 
 
 @pytest.mark.parametrize("written", [None, "0" * 32, ""])
@@ -106,7 +135,7 @@ def test_the_authorised_key_alone_proves_nothing(client, probed_host, proof_file
     response = client.post(URL, form(probed_host))
     assert response.status_code == 400
     assert f"~/{PROOF_FILE} did not hold the code" in response.content.decode()
-    assert not User.objects.filter(username=ME.pw_name).exists()
+    assert not User.objects.filter(username=MEMBER).exists()
 
 
 def test_another_visitor_s_code_does_not_serve(client, probed_host, proof_file, workers):
@@ -115,7 +144,7 @@ def test_another_visitor_s_code_does_not_serve(client, probed_host, proof_file, 
     proof_file(code_on_the_page(Client()))  # the code someone else's browser was shown
     code_on_the_page(client)
     assert client.post(URL, form(probed_host)).status_code == 400
-    assert not User.objects.filter(username=ME.pw_name).exists()
+    assert not User.objects.filter(username=MEMBER).exists()
 
 
 def test_an_account_the_key_does_not_open_is_refused(client, probed_host, proof_file, workers):
@@ -132,8 +161,8 @@ def test_a_host_answering_with_another_key_is_refused(probed_host, proof_file):
     other.save()
     proof_file("0" * 32)
     with pytest.raises(SignupRefused, match="Could not log in"):
-        prove_unix_account(other, ME.pw_name, "0" * 32)
-    assert PROOF.exists()  # nothing was run there
+        prove_unix_account(other, MEMBER, "0" * 32)
+    assert proof_path(me_account()).exists()  # nothing was run there
 
 
 def test_it_checks_the_form_before_logging_in_anywhere(client, probed_host, proof_file, owner):
@@ -147,15 +176,120 @@ def test_it_checks_the_form_before_logging_in_anywhere(client, probed_host, proo
     ]
     for data in bad:
         assert client.post(URL, data).status_code == 400
-    assert PROOF.read_text().strip() == code  # never read: no login happened
+    assert proof_path(me_account()).read_text().strip() == code  # never read: no login
 
 
 def test_it_offers_only_hosts_with_a_recorded_key(db, settings, sshd):  # noqa: F811
     settings.SELF_SIGNUP = True
     unprobed = make_host(sshd, "node-3", "127.0.0.3")
     with pytest.raises(SignupRefused, match="host key is not recorded"):
-        prove_unix_account(unprobed, ME.pw_name, "0" * 32)
+        prove_unix_account(unprobed, MEMBER, "0" * 32)
     assert list(signup.signup_hosts()) == []
+
+
+# --- accounts nobody may claim (issue 15) ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def system_account(sshd):  # noqa: F811
+    """A system account (useradd -r: UID below 1000) with a home, a shell and the key, so
+    the proof can be made: only its UID gives it away."""
+    name = "hive-signup-sys"
+    account = unix_account(sshd, name, "-r")
+    assert account.pw_uid < 1000
+    yield account
+    remove_unix_account(name)
+
+
+def test_root_cannot_sign_up_even_with_the_proof_in_its_home(client, probed_host):
+    # The service key is in root's authorized_keys on every host (monitoring): whoever is
+    # root on one host could write the code there and claim root everywhere.
+    root = pwd.getpwnam("root")
+    write_proof(root, code_on_the_page(client))
+    try:
+        response = client.post(URL, form(probed_host, username="root"))
+        assert response.status_code == 400
+        assert "root is never used to run jobs" in response.content.decode()
+        assert proof_path(root).exists()  # refused before logging in
+    finally:
+        proof_path(root).unlink(missing_ok=True)
+    assert not User.objects.filter(username="root").exists()
+
+
+def test_a_system_account_cannot_sign_up(client, probed_host, system_account, workers):
+    write_proof(system_account, code_on_the_page(client))
+    response = client.post(URL, form(probed_host, username=system_account.pw_name))
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert f"has UID {system_account.pw_uid}, a system account" in page
+    assert not User.objects.filter(username=system_account.pw_name).exists()
+
+
+def test_the_monitoring_account_of_any_host_cannot_sign_up(client, probed_host, proof_file):
+    Host.objects.create(name="gpu-9", address="10.9.9.9", username=MEMBER)
+    proof_file(code_on_the_page(client))
+    response = client.post(URL, form(probed_host))
+    assert response.status_code == 400
+    assert "is the monitoring account of a host" in response.content.decode()
+    assert not User.objects.filter(username=MEMBER).exists()
+
+
+def test_the_service_account_cannot_sign_up(client, probed_host, proof_file, monkeypatch):
+    from accesscontrol import accounts
+
+    monkeypatch.setattr(accounts, "service_account", lambda: MEMBER)
+    proof_file(code_on_the_page(client))
+    response = client.post(URL, form(probed_host))
+    assert response.status_code == 400
+    assert "own account (it holds the key to every host)" in response.content.decode()
+
+
+def test_the_proof_counts_only_on_the_host_it_was_made_on(
+    client,
+    probed_host,
+    proof_file,
+    sshd,  # noqa: F811
+    workers,
+):
+    other_host = make_host(sshd, "node-3", "127.0.0.3")
+    proof_file(code_on_the_page(client))
+    assert client.post(URL, form(probed_host)).status_code == 302
+    profile = profile_for(User.objects.get(username=MEMBER))
+    assert profile.unix_username == ""  # no account on every host
+    assert profile.unix_username_for(probed_host) == MEMBER
+    assert profile.unix_username_for(other_host) == ""
+
+
+def test_a_name_someone_holds_on_that_host_is_refused(client, probed_host, proof_file, other_user):
+    HostAccount.objects.create(
+        profile=profile_for(other_user), host=probed_host, unix_username=MEMBER
+    )
+    proof_file(code_on_the_page(client))
+    response = client.post(URL, form(probed_host))
+    assert response.status_code == 400
+    assert "already has a user here" in response.content.decode()
+    assert proof_path(me_account()).exists()  # refused before logging in
+
+
+def test_proofs_are_limited_per_address_and_name(
+    client, probed_host, proof_file, settings, workers
+):
+    settings.SIGNUP_ATTEMPTS = 2
+    code = code_on_the_page(client)
+    for _ in range(2):
+        proof_file("0" * 32)
+        assert "did not hold the code" in client.post(URL, form(probed_host)).content.decode()
+    proof_file(code)  # even the right code: no login this time
+    response = client.post(URL, form(probed_host))
+    assert response.status_code == 400
+    assert "Too many sign-up attempts" in response.content.decode()
+    assert proof_path(me_account()).read_text().strip() == code
+    assert not User.objects.filter(username=MEMBER).exists()
+    from django.test import Client
+
+    elsewhere = Client(REMOTE_ADDR="10.7.7.7")  # another address, the same name: still limited
+    code_on_the_page(elsewhere)
+    assert "Too many sign-up attempts" in elsewhere.post(URL, form(probed_host)).content.decode()
 
 
 def test_without_workers_the_page_says_so_in_bounded_time(probed_host, proof_file, settings):
@@ -167,4 +301,4 @@ def test_without_workers_the_page_says_so_in_bounded_time(probed_host, proof_fil
     response = client.post(URL, form(probed_host))
     assert response.status_code == 400
     assert "did not answer within 0.5 s" in response.content.decode()
-    assert not User.objects.filter(username=ME.pw_name).exists()
+    assert not User.objects.filter(username=MEMBER).exists()

@@ -9,7 +9,7 @@ from django.db import connection
 from hive_cli import config
 from hive_cli.main import cli
 
-from accesscontrol.services import ensure_default_group
+from accesscontrol.services import ensure_default_group, profile_for
 from apitokens.services import issue_token
 from jobs.tasks import sync_running
 from monitoring.models import Device, Host
@@ -45,6 +45,24 @@ SNAPSHOT = {
     ],
     "cpu": {"utilization": 3.5, "memory_total_mib": 1000, "memory_used_mib": 100},
 }  # fmt: skip
+
+
+def _mapped(user):
+    """The user with the UNIX account of the same name (mappings are explicit: issue 15)."""
+    profile = profile_for(user)
+    profile.unix_username = user.get_username()
+    profile.save()
+    return user
+
+
+@pytest.fixture
+def owner(owner):
+    return _mapped(owner)
+
+
+@pytest.fixture
+def other_user(other_user):
+    return _mapped(other_user)
 
 
 @pytest.fixture(autouse=True)

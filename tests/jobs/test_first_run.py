@@ -22,6 +22,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import connection
 
+from accesscontrol.services import profile_for
 from jobs import services
 from jobs.models import Task
 from monitoring.models import Device, Host
@@ -53,6 +54,12 @@ def owner_logs(unix_owner, settings):
     shutil.rmtree(Path(unix_owner.pw_dir) / name, ignore_errors=True)
 
 
+def map_to(user, name: str) -> None:
+    profile = profile_for(user)
+    profile.unix_username = name
+    profile.save()
+
+
 def init(*args) -> str:
     out = StringIO()
     call_command("init", "--no-input", *args, stdout=out)
@@ -66,6 +73,7 @@ def test_as_root_a_job_on_localhost_runs_as_its_owner(db, unix_owner, owner_logs
     assert localhost.is_local
     gpu = Device.objects.create(host=localhost, index=0, uuid="GPU-local-0", name="Tesla T4")
     user = get_user_model().objects.create_user(OWNER, "o@example.org", "pw-owner-1")
+    map_to(user, OWNER)  # explicit: a web user name is not a UNIX name (issue 15)
     monkeypatch.setenv("HIVE_SERVICE_SECRET", "not for tasks")  # the service's environment
 
     script = f"id -un > {owner_logs.name}/whoami.txt; pwd; env"
@@ -92,6 +100,7 @@ def test_as_root_a_user_without_an_account_here_is_told_before_anything_runs(db)
     init("--admin", "chief", "--admin-password", "pw-chief-1")
     localhost = Host.objects.get(name="localhost")
     user = get_user_model().objects.create_user("gpuhive-nobody", "n@example.org", "pw-nob-1")
+    map_to(user, "gpuhive-nobody")
     spec = services.TaskSpec(host=localhost, template="true")
     task = services.create_job(user, name="none", specs=[spec]).tasks.get()
     with pytest.raises(Exception, match="localhost has no UNIX account 'gpuhive-nobody'"):
@@ -111,7 +120,7 @@ def test_init_never_maps_the_admin_to_root(db, monkeypatch):
     monkeypatch.delenv("SUDO_USER", raising=False)
     said = init("--admin", "chief", "--admin-password", "pw-chief-1", "--admin-unix-user", "root")
     assert "tasks never run as root by default" in said
-    assert get_user_model().objects.get(username="chief").profile.unix_username == "chief"
+    assert get_user_model().objects.get(username="chief").profile.unix_username == ""
 
 
 def task_status(task: Task) -> str:

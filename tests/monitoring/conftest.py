@@ -3,6 +3,7 @@ import subprocess
 import pytest
 from django.test import override_settings
 
+from accesscontrol.models import RunAsAllowance
 from monitoring.connections import pool
 from monitoring.keys import public_key_line
 from monitoring.models import Device, Host
@@ -41,10 +42,18 @@ def ssh_host(db, sshd, settings):
 
 
 def make_host(sshd, name, address, **fields):
+    """A host behind the test sshd. Its one account (the current user) is the monitoring
+    account, the service's own and maybe root, all refused for jobs: as an admin would, the
+    host records an explicit allowance to run the tests' jobs as it (tests of the refusal
+    delete it)."""
     user = subprocess.run(["id", "-un"], capture_output=True, text=True, check=True).stdout
-    return Host.objects.create(
+    host = Host.objects.create(
         name=name, address=address, port=sshd.port, username=user.strip(), **fields
     )
+    RunAsAllowance.objects.create(
+        unix_username=user.strip(), host=host, reason="the test sshd has only this account"
+    )
+    return host
 
 
 @pytest.fixture

@@ -44,7 +44,7 @@ def test_processes_are_listed_and_filtered(signed_in, node):
             "gpu_uuid": "GPU-1",
             "pid": 42,
             "user": None,
-            "command": "python x.py",
+            "command": "command hidden",  # not the viewer's process (tests/security)
             "memory_mib": 500,
         }
     ]

@@ -32,10 +32,13 @@ def test_the_board_shows_gpus_their_users_and_down_hosts(client, node, owner):
     assert "Unreachable" in html and "timed out" in html
 
 
-def test_the_host_page_shows_the_processes_commands(client, node, owner):
-    client.force_login(owner)
+def test_the_host_page_shows_the_processes_commands(client, node, owner, admin_user):
+    client.force_login(admin_user)
     html = client.get(reverse("host-detail", args=["node-1"])).content.decode()
     assert "python x.py" in html and "unknown owner" in html
+    client.force_login(owner)  # not the owner's process: its command line stays hidden
+    html = client.get(reverse("host-detail", args=["node-1"])).content.decode()
+    assert "python x.py" not in html and "command hidden" in html
 
 
 def test_the_api_never_shows_the_raw_host_key(client, node, owner):

@@ -96,9 +96,18 @@ class Lab:
         return host.devices.get(index=index)
 
 
+def map_to_own_name(*users) -> None:
+    """Give each user the UNIX account of the same name (mappings are explicit now)."""
+    for user in users:
+        profile = profile_for(user)
+        profile.unix_username = user.get_username()
+        profile.save()
+
+
 @pytest.fixture
 def lab(db, owner, other_user):
     ensure_default_group()
+    map_to_own_name(owner, other_user)
     return Lab()
 
 
@@ -106,6 +115,7 @@ def lab(db, owner, other_user):
 def third_user(db):
     user = get_user_model().objects.create_user("third", "third@example.org", "pw-third-1")
     ensure_default_group()
+    map_to_own_name(user)
     return user
 
 

@@ -17,7 +17,7 @@ from jobs.services import TaskSpec
 from queueing.models import QueueQuota
 from queueing.scheduler import plan_round
 
-from .conftest import queue, reserve, soon
+from .conftest import map_to_own_name, queue, reserve, soon
 
 
 def started(plan) -> dict[str, list[list[str]]]:
@@ -155,6 +155,7 @@ def test_priority_then_first_come_first_served(lab, owner, other_user, admin_use
     queue(owner, "early")
     queue(other_user, "late")
     assert started(plan_round(timezone.now())) == {"early": [["node-1:0"]]}
+    map_to_own_name(admin_user)
     queue(admin_user, "urgent", priority=5)
     assert started(plan_round(timezone.now())) == {"urgent": [["node-1:0"]]}
 

@@ -2,7 +2,6 @@
 (the rule itself, a job's start, the queue, gpurun, the placement API, `hive status --free`),
 which must all agree."""
 
-import getpass
 import io
 from datetime import timedelta
 
@@ -21,7 +20,7 @@ from queueing.gpurun import Runner
 from queueing.models import GpuClaim, QueuedJob, QueueRun
 from queueing.scheduler import plan_round
 
-from .conftest import queue, reserve, soon
+from .conftest import map_to_own_name, queue, reserve, soon
 
 
 def no_grant(case):
@@ -120,7 +119,7 @@ class Case:
         self.seen = ""  # nvidia-smi shows nothing
         for user in (owner, other):
             profile = profile_for(user)
-            profile.unix_username = getpass.getuser()
+            profile.unix_username = user.get_username()  # an ordinary account (issue 15)
             profile.save()
 
     def codes(self) -> set[str]:
@@ -204,6 +203,7 @@ def test_anonymous_visitors_may_not_ask_where_to_start(client, db):
 def test_each_user_is_answered_for_themselves(client, lab, owner, other_user, admin_user):
     node = lab.host("node-1", gpus=2)
     reserve(other_user, [lab.gpu(node, 0)], soon(-5), soon(60))
+    map_to_own_name(admin_user)  # mappings are explicit (issue 15)
     usable = {}
     for user in (owner, other_user, admin_user):
         client.force_login(user)

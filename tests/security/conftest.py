@@ -33,12 +33,16 @@ def service_env(data_dir: Path, **env) -> dict:
 class Daphne:
     """daphne serving hiveproject.asgi on a loopback port with the given environment."""
 
-    def __init__(self, env: dict, collect_static: bool = True):
+    def __init__(self, env: dict, collect_static: bool = True, options=None):
+        """``options``: daphne's own (``-b``, ``-p``...; the port is replaced by a free one),
+        e.g. the shipped unit's; by default loopback only, nothing else."""
         self.env, self.port = env, free_port()
         manage = [sys.executable, str(ROOT / "manage.py")]
         if collect_static:  # whitenoise serves collected files only (DEBUG off)
             subprocess.run([*manage, "collectstatic", "--noinput", "-v0"], env=env, check=True)
-        argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port)]
+        options = list(options or ["-b", "127.0.0.1", "-p", "8000"])
+        options[options.index("-p") + 1] = str(self.port)
+        argv = [sys.executable, "-m", "daphne", *options]
         # A file, not a pipe: a test that makes many requests would fill an unread pipe and
         # block daphne.
         self.log = Path(env["HIVE_DATA_DIR"]) / f"daphne-{self.port}.log"

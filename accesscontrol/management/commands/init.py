@@ -6,7 +6,9 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from accesscontrol.accounts import service_account
 from accesscontrol.firstadmin import write_password_file
+from accesscontrol.models import RunAsAllowance
 from accesscontrol.services import ensure_default_group, profile_for
 from monitoring import localaccounts
 from monitoring.hostsfile import HostsFileError, read_hosts_file, save_hosts
@@ -104,7 +106,7 @@ class Command(BaseCommand):
         name = name or os.environ.get("SUDO_USER") or getpass.getuser()
         if name == "root":
             self.stdout.write(
-                f"Admin '{admin}' runs tasks as UNIX account '{admin}' (set another on the "
+                f"Admin '{admin}' has no UNIX account to run tasks as yet (set one on the "
                 "profile, or with --admin-unix-user; tasks never run as root by default)."
             )
             return
@@ -112,6 +114,7 @@ class Command(BaseCommand):
         profile.unix_username = name
         profile.save(update_fields=["unix_username"])
         self.stdout.write(f"Admin '{admin}' runs tasks as UNIX account '{name}'.")
+        self.admin_unix_name = name
 
     def _local_tasks(self, over_ssh: bool):
         """Without root, tasks on localhost can only run as the service's account: say so,
@@ -120,6 +123,14 @@ class Command(BaseCommand):
             self.stdout.write("Tasks on 'localhost' run as each user's own UNIX account.")
             return
         me = localaccounts.service_account()
+        if getattr(self, "admin_unix_name", None) == me == service_account():
+            # A single-user install: the service runs as the admin who set it up, who may run
+            # jobs as themselves on this machine (refused otherwise: accesscontrol.accounts).
+            RunAsAllowance.objects.get_or_create(
+                unix_username=me,
+                host=Host.objects.get(name="localhost"),
+                defaults={"reason": "init: the service runs as its admin's own account"},
+            )
         self.stdout.write(
             f"This service does not run as root, so tasks on 'localhost' can run only as "
             f"'{me}'. To run them as each user's own account, run the service as root, or "
