@@ -75,7 +75,7 @@ def duration(value):
 
 @register.filter
 def day(value):
-    """A calendar day in the same format as the times: "Thu 26 Nov" (with the year if not this one)."""
+    """A calendar day in the format of the times: "Thu 26 Nov" (with the year if not this one)."""
     if not value:
         return "–"
     if isinstance(value, datetime):

@@ -54,8 +54,13 @@ def test_day_names_the_day_like_the_times_and_adds_other_years():
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(30, "under a minute"), (3600, "1 h"), (timedelta(hours=2, minutes=5), "2 h 5 min"),
-     (timedelta(days=1, hours=3), "1 d 3 h"), (None, "–")],
+    [
+        (30, "under a minute"),
+        (3600, "1 h"),
+        (timedelta(hours=2, minutes=5), "2 h 5 min"),
+        (timedelta(days=1, hours=3), "1 d 3 h"),
+        (None, "–"),
+    ],
 )
 def test_durations_read_in_words(value, text):
     assert duration(value) == text
