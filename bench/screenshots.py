@@ -19,6 +19,10 @@ PAGES = {
     "jobs-new": "/jobs/new/",
     "queue": "/queue/",
     "mine": "/reservations/mine/",
+    "usage": "/usage/",
+    "idle": "/fairuse/idle/",
+    "notifications": "/notifications/",
+    "overview": "/reservations/overview/",
 }
 WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
 
