@@ -33,6 +33,7 @@
       .catch(() => {});
   }
   setInterval(refreshStates, 30000);
+  window.addEventListener("focus", refreshStates); // back from booking a GPU in another tab
 
   const count = document.getElementById("preview-count");
   const list = document.getElementById("preview-commands");
