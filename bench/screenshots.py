@@ -17,6 +17,7 @@ PAGES = {
     "calendar": "/reservations/calendar/",
     "host": "/hosts/demo-001/",
     "jobs-new": "/jobs/new/",
+    "jobs-grid": "/jobs/new/grid/",
     "queue": "/queue/",
     "mine": "/reservations/mine/",
     "usage": "/usage/",

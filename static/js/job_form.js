@@ -16,6 +16,14 @@
     }
   }
   host.addEventListener("change", showHostGpus);
+  // Ticking a GPU before choosing a host chooses its host (a task runs on one host).
+  picker.addEventListener("change", (event) => {
+    const group = event.target.closest(".gpu-pick-host");
+    if (event.target.checked && group && host.value !== group.dataset.host) {
+      host.value = group.dataset.host;
+      showHostGpus();
+    }
+  });
   showHostGpus();
 
   function refreshStates() {

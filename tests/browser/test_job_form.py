@@ -34,8 +34,9 @@ def test_the_guided_grid_flow_from_empty_form_to_its_tasks(login, live_server, o
     host, free, taken = lab
     page = login("owner", "pw-owner-1")
     page.goto(f"{live_server.url}/jobs/new/grid/")
-    page.select_option("#id_host", str(host.pk))
-    assert tile(page, free).is_visible() and tile(page, taken).is_visible()
+    tile(page, free).click()  # ticking a GPU first chooses its host
+    assert page.input_value("#id_host") == str(host.pk)
+    assert tile(page, free).locator("input").is_checked() and tile(page, taken).is_visible()
     assert "reserved by other until" in tile(page, taken).inner_text()
     assert page.locator(".gpu-pick-host:not([hidden])").count() == 1  # node-2's are hidden
 
@@ -52,7 +53,6 @@ def test_the_guided_grid_flow_from_empty_form_to_its_tasks(login, live_server, o
     page.fill("#id_values", "lr: 0.1, 0.01, 0.001\nbs: 32, 64")
     page.locator("#preview-count").filter(has_text="6 tasks").wait_for()
 
-    tile(page, free).click()
     page.click("button:has-text('Create')")
     page.wait_for_url("**/jobs/*/")
     tasks = Job.objects.get(name="sweep").tasks.order_by("pk")
