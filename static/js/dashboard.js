@@ -158,7 +158,7 @@
   }
 
   function onSnapshot(message) {
-    message.hosts.forEach((host) => {
+    window.hiveLive.merge(message).hosts.forEach((host) => {
       record(host);
       if (updateCard(host)) drawCharts(host.id); // only this page's host has a card
     });
