@@ -113,10 +113,12 @@ def gpu_picker(request, form) -> list:
     """The hosts and their GPUs with the board's live state (free, busy, reserved by X, a
     job...), for the form's GPU picker; the ones already chosen stay ticked."""
     chosen = set(form["devices"].value() or []) if form.is_bound else set()
+    chosen = {str(c) for c in chosen}
     rows = board_rows(request.user)
     for row in rows:
+        row.gpus = [gpu for gpu in row.gpus if not gpu["lost"]]  # the form refuses lost GPUs
         for gpu in row.gpus:
-            gpu["chosen"] = str(gpu["id"]) in {str(c) for c in chosen}
+            gpu["chosen"] = str(gpu["id"]) in chosen
     return [row for row in rows if row.gpus]
 
 

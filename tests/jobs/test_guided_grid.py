@@ -110,3 +110,11 @@ def test_a_refused_form_keeps_the_ticked_gpus(client, node, owner):  # noqa: F81
     assert answer.status_code == 400
     tile = answer.content.decode().split(f'data-gpu="{gpu.pk}"')[1].split("</label>")[0]
     assert f'value="{gpu.pk}" checked' in tile
+
+
+def test_lost_gpus_are_not_offered(client, node, owner):  # noqa: F811
+    lost = Device.objects.create(host=node, index=1, uuid="GPU-2", name="T4", status="lost")
+    client.force_login(owner)
+    html = client.get(reverse("job-grid")).content.decode()
+    assert f'data-gpu="{node.devices.get(index=0).pk}"' in html
+    assert f'data-gpu="{lost.pk}"' not in html
