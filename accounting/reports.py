@@ -80,7 +80,7 @@ def report(viewer, *, by: str, period: str, start: date, end: date) -> list[Line
         )
         .order_by("-period", "name")
     )
-    return [
+    lines = [
         Line(
             period=_as_date(s["period"]),
             name=s["name"] or UNCHARGED[by],
@@ -91,6 +91,10 @@ def report(viewer, *, by: str, period: str, start: date, end: date) -> list[Line
         )
         for s in sums
     ]
+    # Sorted here, not in SQL: databases disagree on where NULL (nobody, no group) sorts.
+    lines.sort(key=lambda line: line.name)
+    lines.sort(key=lambda line: line.period, reverse=True)
+    return lines
 
 
 def _as_date(value) -> date:

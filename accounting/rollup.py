@@ -60,7 +60,7 @@ def history(start: datetime, end: datetime) -> dict[int, list[tuple]]:
 def holders(start: datetime, end: datetime) -> dict[int, list[tuple]]:
     """Device id -> (from, until, user id, is a booking) intervals overlapping [start, end)."""
     held = defaultdict(list)
-    slots = ReservedDevice.objects.filter(holds=True, start__lt=end, end__gt=start).exclude(
+    slots = ReservedDevice.objects.holding(start, end).exclude(
         reservation__status=Reservation.Status.CANCELLED
     )
     for device, since, until, owner in slots.values_list(

@@ -36,12 +36,8 @@ State = IdleNotice.State
 
 
 def running_slots(host_ids, at: datetime):
-    return ReservedDevice.objects.filter(
-        device__host__in=host_ids,
-        holds=True,
-        start__lte=at,
-        end__gt=at,
-        reservation__status=Reservation.Status.CONFIRMED,
+    return ReservedDevice.objects.holding(at).filter(
+        device__host__in=host_ids, reservation__status=Reservation.Status.CONFIRMED
     )
 
 

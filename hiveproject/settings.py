@@ -481,6 +481,8 @@ METRICS_EXTRA_COLLECTORS = envlist("METRICS_EXTRA_COLLECTORS", "accounting.metri
 NOTIFY_RETRY_SECONDS = envint("NOTIFY_RETRY_SECONDS", 30)
 NOTIFY_MAX_ATTEMPTS = envint("NOTIFY_MAX_ATTEMPTS", 6)
 NOTIFY_SEND_TIMEOUT = envfloat("NOTIFY_SEND_TIMEOUT", 10.0)
+# Owners are told once when their queued job has waited this many hours (0: never).
+QUEUE_NOTIFY_WAITING_HOURS = envfloat("QUEUE_NOTIFY_WAITING_HOURS", 6.0)
 
 # --- No SSH in the request path (issue 20, item 5) ---------------------------------------------
 # Requests never call a host (monitoring.transport refuses while one is served): actions,

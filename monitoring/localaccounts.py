@@ -6,7 +6,6 @@ the environment is reset as an SSH login would give it, in the account's home. A
 running as anyone else can run commands only as itself.
 """
 
-import getpass
 import os
 import pwd
 
@@ -15,7 +14,8 @@ _IN_HOME = 'cd "$HOME" 2>/dev/null || cd /; exec "$@"'
 
 
 def service_account() -> str:
-    return getpass.getuser()
+    """The account this process runs as (by its uid: $USER may be a sudoer's)."""
+    return pwd.getpwuid(os.geteuid()).pw_name
 
 
 def service_is_root() -> bool:

@@ -139,6 +139,13 @@ def _timed_probe(host: Host) -> tuple[ProbeResult, float, ProbeSession | None]:
     return result, time.monotonic() - started, session
 
 
+def _close_session(future: Future) -> None:
+    if not future.cancelled():
+        session = future.result()[2]
+        if session is not None:
+            session.close()
+
+
 class ProbeLoop:
     """Probes all enabled hosts concurrently every interval while holding the lease.
 
@@ -186,7 +193,12 @@ class ProbeLoop:
             self.close()
 
     def close(self) -> None:
-        """End the remote probe loops and the probe threads (connections stay pooled)."""
+        """End the remote probe loops and the probe threads (connections stay pooled).
+
+        Probe threads still starting a session are not waited for: the session they bring
+        is closed when they finish, so no remote loop outlives this loop."""
+        for _, future in self.in_flight.values():
+            future.add_done_callback(_close_session)
         self.executor.shutdown(wait=False, cancel_futures=True)
         self.sessions.close()
 

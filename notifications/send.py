@@ -22,20 +22,26 @@ log = logging.getLogger(__name__)
 State = Delivery.State
 
 
-def channels_for(user, event: str) -> list[Channel]:
+def channels_for(user, event: str, chat_only: bool = False) -> list[Channel]:
     """The user's enabled channels that want this event; a user who never set any up gets
     their mail address as the first channel (so mail stays the default)."""
-    if not user.channels.exists() and user.email:
+    if not chat_only and not user.channels.exists() and user.email:
         Channel.objects.get_or_create(user=user, kind=Channel.Kind.EMAIL, target="")
-    return [c for c in user.channels.filter(enabled=True) if event in c.events]
+    channels = user.channels.filter(enabled=True)
+    if chat_only:
+        channels = channels.exclude(kind=Channel.Kind.EMAIL)
+    return [c for c in channels if event in c.events]
 
 
-def notify(user, event: str, key: str, subject: str, text: str, link: str = "") -> int:
-    """Tell ``user`` about one event on each channel that wants it; returns how many sent."""
+def notify(user, event: str, key: str, subject: str, text: str, link: str = "", *,
+           chat_only: bool = False) -> int:  # fmt: skip
+    """Tell ``user`` about one event on each channel that wants it; returns how many sent.
+
+    ``chat_only``: for events another path already mails (protection's EmailHandler)."""
     if event not in EVENTS:
         raise ValueError(f"unknown event {event!r}")
     created = []
-    for channel in channels_for(user, event):
+    for channel in channels_for(user, event, chat_only):
         try:
             with transaction.atomic():
                 created.append(

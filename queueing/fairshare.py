@@ -52,7 +52,7 @@ def decayed_hours(start: datetime, end: datetime, now: datetime) -> float:
 
 def _bookings(since: datetime, now: datetime):
     return (
-        ReservedDevice.objects.filter(holds=True, start__lt=now, end__gt=since)
+        ReservedDevice.objects.holding(since, now)
         .exclude(reservation__status=Reservation.Status.CANCELLED)
         .values_list("reservation__owner_id", "start", "end")
     )

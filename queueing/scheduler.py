@@ -401,7 +401,52 @@ def explain(state: Round, queued: QueuedJob, requests: list[Request]) -> list[st
         )
         for request in requests:
             reasons += _explain_request(state, queued.owner, request)[1:]
+    if estimate := expected_start(state, queued.owner, requests):
+        reasons.append(estimate)
     return list(dict.fromkeys(reasons))
+
+
+# --- when it should start (as Slurm's squeue --start) -------------------------------------------
+
+
+def expected_start(state: Round, owner, requests: list[Request]) -> str:
+    """'expected start: about 14:00 …' when only other users' reservations stand in the
+    way, whose ends are known; '' when something of unknown length does (a running job, a
+    process, a job ahead in the queue, access rules)."""
+    times = [request_free_at(state, owner, r) for r in requests]
+    if not times or None in times or max(times) <= state.cluster.now:
+        return ""
+    return (
+        f"expected start: about {when(max(times), state.cluster.now)}, when the reservations "
+        "in its way end (if nothing else takes the GPUs first)"
+    )
+
+
+def gpu_free_at(state: Round, owner, gpu) -> datetime | None:
+    """When this GPU should be usable by ``owner``; None when nobody can tell."""
+    if gpu.blocker or gpu.device.pk in state.taken:
+        return None
+    others = [end for owner_id, _, _, end in gpu.slots if owner_id != owner.pk]
+    if others:
+        return max(others)
+    return None if state.cluster.owner_blockers(owner)[gpu.device.pk] else state.cluster.now
+
+
+def request_free_at(state: Round, owner, request: Request) -> datetime | None:
+    by_host: dict[int, list[datetime]] = {}
+    for gpu in state.cluster.gpus.values():
+        if request.matches(slot_of(gpu)):
+            at = gpu_free_at(state, owner, gpu)
+            if at is not None:
+                by_host.setdefault(gpu.host.pk, []).append(at)
+    if request.kind == "devices":
+        known = [t for times in by_host.values() for t in times]
+        return max(known) if len(known) == len(request.device_ids) else None
+    if request.kind == "one_host":
+        fits = [sorted(t)[request.count - 1] for t in by_host.values() if len(t) >= request.count]
+        return min(fits, default=None)
+    known = sorted(t for times in by_host.values() for t in times)
+    return known[request.count - 1] if len(known) >= request.count else None
 
 
 def _label(request: Request, free: bool = False) -> str:

@@ -14,12 +14,14 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from monitoring.models import GpuMetric, Resolution
+from notifications.send import notify
 
 from .calendar import device_label
 from .models import Reservation, SentNotification
 from .zones import user_zone
 
 Kind = SentNotification.Kind
+CHAT_EVENTS = {Kind.STARTS: "booking_starts", Kind.ENDS: "booking_ends", Kind.IDLE: "idle_warning"}
 
 
 def _minutes(name: str) -> timedelta:
@@ -47,6 +49,9 @@ def notify_once(reservation, kind: str, subject: str, body: str, device_key: int
             send_mail(subject, body, None, [reservation.owner.email])
     except IntegrityError:
         return False  # already sent (or being sent by another worker)
+    # The owner's chat channels too (mail went above); once per event, retried on failure.
+    key = f"reservation-{reservation.pk}-{kind}-{device_key}"
+    notify(reservation.owner, CHAT_EVENTS[kind], key, subject, body, chat_only=True)
     return True
 
 

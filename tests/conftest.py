@@ -29,11 +29,13 @@ PROFILE_PATHS = (
     "tests/monitoring/test_ssh_probe.py",  # smoke: monitoring against the real sshd
     "tests/monitoring/test_healthz.py",  # the database and the broker (Redis) answering
     "tests/monitoring/test_probe_session.py",  # faults: remote loop killed, reboot, drop
+    "tests/monitoring/test_steady_recording.py",  # executemany with each backend's values
     "tests/queueing/test_runs.py",  # GPU claims unique in the database, gang start
     "tests/queueing/test_dispatch.py",  # rounds handed to the broker
     "tests/jobs/test_sync.py",  # a stop landing during a sync, decided in SQL
     "tests/jobs/test_execution.py",  # smoke: jobs through sshd and screen
     "tests/jobs/test_actions.py",  # actions handed to the broker, carried out by workers
+    "tests/jobs/test_rerun.py",  # runs again handed to the broker, started by workers
     "tests/accesscontrol/test_signup.py",  # a request waiting on the workers' answer
     "tests/protection/test_end_to_end.py",  # handlers as broker tasks, real processes
     "tests/protection/test_handlers.py",
@@ -49,6 +51,10 @@ PROFILE_PATHS = (
     "tests/security/test_deploy_check.py",  # production settings
     "tests/fairuse/test_idle_end_to_end.py",  # idle checks as broker tasks, real processes
     "tests/notifications/test_delivery.py",  # deliveries claimed once under races, retries
+    "tests/api/test_fuzz_live.py",  # schemathesis against daphne: what each database refuses
+    "tests/accounting/test_rollup.py",  # GPU-hours summed and bucketed by day in SQL
+    "tests/monitoring/test_steady_recording.py",  # bulk writes (executemany) per database
+    "tests/queueing/test_fairshare.py",  # decayed usage aggregated in SQL
 )
 
 

@@ -276,6 +276,17 @@ def usage(by, period, start, end, as_json):
 for command in jobcommands.COMMANDS:
     cli.add_command(command)
 
+# Shown at the end of every command's --help; a command with statuses of its own (`logs -f`)
+# says them in its own text first.
+EXIT_STATUSES = (
+    "Exit status: 0 done; 1 an error or a refusal (one line on stderr: unreachable server, "
+    "expired token, no permission, the server's reason); 2 a usage error; 130 Ctrl-C. "
+    "--json output: the API's objects, fields only ever added (see the README)."
+)
+for command in cli.commands.values():
+    command.epilog = EXIT_STATUSES
+cli.epilog = EXIT_STATUSES
+
 
 def main():
     cli(prog_name="hive")

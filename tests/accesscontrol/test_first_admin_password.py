@@ -67,3 +67,14 @@ def test_the_admins_first_sign_in_removes_it_and_nobody_elses_does(db, data_dir,
 
     assert sign_in(client, "chief", password).status_code == 302
     assert not path.exists()
+
+
+def test_a_first_sign_in_from_the_command_line_removes_it_too(db, data_dir, client):
+    """`hive login` trades the password for a token: that is a sign-in as well."""
+    init("--admin", "chief")
+    path = data_dir / FILE_NAME
+    password = path.read_text().splitlines()[1].removeprefix("password: ")
+    body = {"username": "chief", "password": password, "name": "laptop"}
+    response = client.post("/api/tokens/login/", body, content_type="application/json")
+    assert response.status_code == 201, response.content
+    assert not path.exists()

@@ -12,7 +12,7 @@ from jobs.models import Job, Task
 from tests.queueing.conftest import Lab
 from tests.queueing.test_start_rule import CASES, Case
 
-from .test_jobs_cli import submitted_task
+from .test_jobs_cli import _own_screen_sessions, submitted_task  # noqa: F401  (autouse)
 
 
 @pytest.fixture(params=list(CASES), ids=list(CASES))
@@ -90,3 +90,12 @@ def test_submit_gpus_refuses_what_is_not_a_count_or_gpu_names(hive, signed_in, r
     result = hive("submit", "--gpus", "node-2:5", "--", "true")
     assert result.exit_code == 1 and "node-2 has no GPU 5 (it has 0, 1)." in result.output
     assert not Job.objects.exists()
+
+
+def test_every_command_documents_its_exit_status():
+    from click.testing import CliRunner
+    from hive_cli.main import cli
+
+    for name in [None, *cli.commands]:
+        result = CliRunner().invoke(cli, [name, "--help"] if name else ["--help"])
+        assert result.exit_code == 0 and "Exit status" in result.output, name

@@ -88,6 +88,14 @@ class Service:
         return time.monotonic() - started
 
     def kill_all(self) -> None:
+        """Teardown: a stop as systemd does it (SIGTERM, so the supervisor cleans up), then
+        SIGKILL to whatever of the session is left."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
         for pid in self.tree():
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -5,18 +5,22 @@ As root the service switches to the owner's account (setpriv, the environment re
 login would give it); as a normal user it can run tasks only as itself, and `init` says how
 to reach the machine over SSH instead."""
 
+import importlib
+import json
 import os
 import pwd
 import shutil
 import subprocess
-import sys
+import traceback
 import uuid
 from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.db import connection
 
 from jobs import services
 from jobs.models import Task
@@ -118,37 +122,6 @@ def task_status(task: Task) -> str:
 # --- as a normal user: a fresh data directory, the service run as that account ---------------
 
 
-def as_owner(unix_owner, data_dir: Path, *argv) -> subprocess.CompletedProcess:
-    """manage.py run as the owner's account, with the data directory of a fresh install."""
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": unix_owner.pw_dir,
-        "HIVE_DATA_DIR": str(data_dir),
-        "DJANGO_SETTINGS_MODULE": "hiveproject.settings",
-    }
-    switch = ["setpriv", f"--reuid={unix_owner.pw_uid}", f"--regid={unix_owner.pw_gid}"]
-    command = [*switch, "--init-groups", "--", sys.executable, str(ROOT / "manage.py"), *argv]
-    return subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
-
-
-RUN_A_JOB = """
-from django.contrib.auth import get_user_model
-from jobs import services
-from jobs.models import Task
-from monitoring.models import Host
-import time
-user = get_user_model().objects.get(username="chief")
-spec = services.TaskSpec(host=Host.objects.get(name="localhost"), template="id -un > mine.txt")
-task = services.create_job(user, name="first", specs=[spec]).tasks.get()
-task = services.spawn_task(task, user)
-for _ in range(100):
-    services.sync_tasks([task]); task.refresh_from_db()
-    if task.status in Task.ENDED: break
-    time.sleep(0.2)
-print("ran as", task.unix_username, task.status, task.exit_code)
-"""
-
-
 @pytest.fixture
 def owner_data_dir(unix_owner):
     """A fresh install's data directory, the owner's (pytest's own are root's alone)."""
@@ -159,29 +132,71 @@ def owner_data_dir(unix_owner):
     shutil.rmtree(path, ignore_errors=True)
 
 
-def test_as_a_normal_user_init_says_how_and_jobs_run_as_that_user(unix_owner, owner_data_dir):
-    data_dir = owner_data_dir
-    workdir = Path(unix_owner.pw_dir)
-    (workdir / "mine.txt").unlink(missing_ok=True)
+def as_account(account, work):
+    """``work()``'s dict, computed in a forked copy of this process switched to ``account``:
+    the service run as a normal user (the interpreter is already loaded, so nothing has to be
+    executed that the account may not read)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(account.pw_gid)
+            os.setuid(account.pw_uid)
+            os.environ.update(HOME=account.pw_dir, USER=account.pw_name, LOGNAME=account.pw_name)
+            result = work()
+        except BaseException:
+            result = {"error": traceback.format_exc()}
+        os.write(write, json.dumps(result).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as answer:
+        text = answer.read()
+    os.waitpid(pid, 0)
+    return json.loads(text)
 
-    assert as_owner(unix_owner, data_dir, "migrate", "-v", "0").returncode == 0
-    done = as_owner(unix_owner, data_dir, "init", "--no-input", "--admin", "chief")
-    assert done.returncode == 0, done.stderr
-    assert f"Admin 'chief' runs tasks as UNIX account '{OWNER}'." in done.stdout
+
+def first_run(data_dir: Path) -> dict:
+    """What a normal user does on a fresh clone: migrate, init, then run a job on localhost."""
+    connection.close()
+    connection.settings_dict["NAME"] = str(data_dir / "hive.sqlite3")
+    settings.HIVE_DATA_DIR = data_dir
+    call_command("migrate", verbosity=0)
+    said = init("--admin", "chief")
+    user = get_user_model().objects.get(username="chief")
+    spec = services.TaskSpec(host=Host.objects.get(name="localhost"), template="id -un > mine.txt")
+    task = services.create_job(user, name="first", specs=[spec]).tasks.get()
+    task = services.spawn_task(task, user)
+    wait_for(lambda: (Path(os.environ["HOME"]) / "mine.txt").exists())
+    switched = init("--localhost-over-ssh", "--no-default-group")
+    return {
+        "init": said,
+        "task": [task.unix_username, task.status],
+        "ssh": switched,
+    }
+
+
+def test_as_a_normal_user_init_says_how_and_jobs_run_as_that_user(
+    unix_owner, owner_data_dir, django_db_blocker
+):
+    (Path(unix_owner.pw_dir) / "mine.txt").unlink(missing_ok=True)
+    # Loaded before the switch: the interpreter's own files may be unreadable to the account
+    # (e.g. a Python under /root); the project's files are readable.
+    for module in ("configparser", "tomllib", "django.core.management.commands.migrate"):
+        importlib.import_module(module)
+    importlib.import_module("accesscontrol.management.commands.init")
+    with django_db_blocker.unblock():
+        done = as_account(unix_owner, lambda: first_run(owner_data_dir))
+    assert "error" not in done, done.get("error")
+    assert f"Admin 'chief' runs tasks as UNIX account '{OWNER}'." in done["init"]
     assert (
         f"This service does not run as root, so tasks on 'localhost' can run only as '{OWNER}'."
-        in done.stdout
+        in done["init"]
     )
-    assert "reach this machine over SSH" in done.stdout
-
-    ran = as_owner(unix_owner, data_dir, "shell", "-c", RUN_A_JOB)
-    assert f"ran as {OWNER} exited 0" in ran.stdout, ran.stdout + ran.stderr
-    made = workdir / "mine.txt"
+    assert "reach this machine over SSH" in done["init"]
+    assert done["task"] == [OWNER, Task.Status.RUNNING]  # started, as the service's account
+    made = Path(unix_owner.pw_dir) / "mine.txt"
     assert made.read_text().strip() == OWNER and made.stat().st_uid == unix_owner.pw_uid
     made.unlink()
-
-    switched = as_owner(
-        unix_owner, data_dir, "init", "--no-input", "--localhost-over-ssh", "--no-default-group"
-    )
-    assert switched.returncode == 0, switched.stderr
-    assert "'localhost' is now reached over SSH at 127.0.0.1" in switched.stdout
+    assert "'localhost' is now reached over SSH at 127.0.0.1" in done["ssh"]

@@ -8,6 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from aiosmtpd.controller import Controller
 
+from tests.protection.conftest import booking, node, probe, tasks_run_inline  # noqa: F401
+
 
 class Receiver(ThreadingHTTPServer):
     """Records each POST's path and JSON body; answers ``fail_next`` requests with 500."""

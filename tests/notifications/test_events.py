@@ -60,3 +60,38 @@ def test_a_queued_jobs_start_is_told(hook, receiver, job, owner):
     assert body["event"] == "queued_started"
     assert body["text"] == "'sweep' started on node-1:0 after waiting 42 min."
     assert Delivery.objects.count() == 1
+
+
+def test_a_booking_reminder_reaches_chat_too_once(receiver, owner, settings):
+    from reservations import notifications as reminders
+    from reservations.models import Reservation
+
+    settings.RESERVATION_REMIND_START_MINUTES = 30
+    Channel.objects.create(
+        user=owner, kind="mattermost", target=receiver.url, events=["booking_starts"]
+    )
+    start = timezone.now() + timedelta(minutes=10)
+    Reservation.objects.create(
+        owner=owner, title="run", start=start, end=start + timedelta(hours=1)
+    )
+    assert reminders.send_due()["starts"] == 1
+    assert reminders.send_due()["starts"] == 0
+    ((_, body),) = receiver.received
+    assert body["text"].startswith("Your reservation 'run' starts soon\n'run' starts")
+
+
+def test_a_long_wait_is_told_once_with_its_reasons(hook, receiver, owner, other_user, settings):
+    from queueing.schedules import tell_long_waits
+
+    settings.QUEUE_NOTIFY_WAITING_HOURS = 6
+    long_ago = timezone.now() - timedelta(hours=7)
+    QueuedJob.objects.create(owner=owner, name="big", enqueued_at=long_ago,
+                             reasons=["no host has 8 GPUs"])  # fmt: skip
+    QueuedJob.objects.create(owner=owner, name="recent")
+    assert tell_long_waits() == 1
+    assert tell_long_waits() == 0
+    ((_, body),) = receiver.received
+    assert body["event"] == "queued_waiting"
+    assert body["text"] == (
+        "'big' has waited more than 6 hours. Why, as of the last round:\n- no host has 8 GPUs"
+    )

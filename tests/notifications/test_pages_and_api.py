@@ -85,3 +85,14 @@ def test_a_failing_channel_shows_on_the_page(client, owner, hook):
     client.force_login(owner)
     page = client.get(PAGE).content.decode()
     assert "failing" in page and "HTTPStatusError: 404" in page
+
+
+def test_a_failing_channel_shows_on_the_profile(client, owner, other_user, hook):
+    Channel.objects.filter(pk=hook.pk).update(
+        last_error="ConnectError", last_error_at=timezone.now()
+    )
+    client.force_login(other_user)
+    assert "ConnectError" not in client.get("/access/profile/").content.decode()
+    client.force_login(owner)
+    page = client.get("/access/profile/").content.decode()
+    assert "Slack notifications are failing" in page and "ConnectError" in page
