@@ -17,10 +17,31 @@ PAGES = {
     "calendar": "/reservations/calendar/",
     "host": "/hosts/demo-001/",
     "jobs-new": "/jobs/new/",
+    "jobs-grid": "/jobs/new/grid/",
     "queue": "/queue/",
     "mine": "/reservations/mine/",
+    "usage": "/usage/",
+    "idle": "/fairuse/idle/",
+    "notifications": "/notifications/",
+    "overview": "/reservations/overview/",
 }
 WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
+
+
+def fill_sweep(page) -> None:
+    """The sweep form as a newcomer fills it: a free GPU ticked, values typed, the preview
+    shown (the screenshot is taken at the picker and preview)."""
+    page.fill("#id_name", "lr sweep")
+    page.fill("#id_template", "python train.py --lr {lr} --batch {batch}")
+    page.locator(".gpu-pick.gt-free input").first.check()
+    page.fill("#id_values", "lr: 0.1, 0.01, 0.001\nbatch: 32, 64")
+    page.locator("#preview-count").filter(has_text="6 tasks").wait_for()
+    page.locator("#id_samples").focus()  # the preview in view, no textarea outline
+    page.evaluate("window.scrollTo(0, document.getElementById('gpu-picker').offsetTop)")
+
+
+# Pages to fill in before the screenshot, by name.
+ACTIONS = {"jobs-grid": fill_sweep}
 
 
 def sign_in(page, base: str, user: str, password: str) -> None:
@@ -57,6 +78,8 @@ def main() -> int:
                     continue
                 page.goto(args.base + path)
                 page.wait_for_load_state("networkidle")
+                if name in ACTIONS:
+                    ACTIONS[name](page)
                 target = (
                     args.out / f"{name}-{width_name}{'-dark' if args.scheme == 'dark' else ''}.png"
                 )

@@ -71,6 +71,8 @@ def gpu_tile(device: Device, sample, users, booking, up: bool, user) -> dict:
         "users": ", ".join(users) or "no processes",
         "booking": booking,
         "state_text": tile_text(booking, users, up, lost),
+        # What it reads once its booking or job is over (the job form's picker shows it then).
+        "unbooked_text": tile_text(FREE, users, up, lost),
         "colour": tile_colour(booking, users, up and not lost, booking.owner_id == user.pk),
         "mine": booking.owner_id == user.pk,
         "lost": lost,

@@ -75,6 +75,9 @@ TaskRowFormSet = forms.formset_factory(TaskRowForm, extra=ROWS, max_num=500)
 
 
 class GridForm(JobForm):
+    # The guided order: what to run, where, with which values, then when.
+    field_order = ["name", "template", "description", "host", "devices", "values", "samples",
+                   "seed", "env", "scheduled_start", "scheduled_stop"]  # fmt: skip
     host = forms.ModelChoiceField(Host.objects.filter(enabled=True))
     devices = _gpus()
     values = forms.CharField(

@@ -67,6 +67,21 @@ def check_reservation(owner, reservation: Reservation, devices: list[Device]) ->
         raise ValidationError(f"The reservation {reservation} does not book all the task's GPUs.")
 
 
+def command_of(spec: TaskSpec) -> str:
+    """The command a task of this spec runs: what is stored, and what the preview shows."""
+    return templating.render(spec.template, spec.parameters)
+
+
+def preview(specs: list[TaskSpec], shown: int = 20) -> dict:
+    """How many tasks the specs make and the first ``shown`` of their command lines, as the
+    job page will show them, without saving anything."""
+    commands = [
+        templating.command_line(templating.check_env(spec.env), command_of(spec))
+        for spec in specs[:shown]
+    ]
+    return {"count": len(specs), "commands": commands}
+
+
 def _new_task(job: Job, spec: TaskSpec) -> Task:
     env = templating.check_env(spec.env)
     start, stop = spec.scheduled_start, spec.scheduled_stop
@@ -79,7 +94,7 @@ def _new_task(job: Job, spec: TaskSpec) -> Task:
         template=spec.template,
         parameters={k: str(v) for k, v in spec.parameters.items()},
         env=env,
-        command=templating.render(spec.template, spec.parameters),
+        command=command_of(spec),
         scheduled_start=start,
         scheduled_stop=stop,
         reservation=spec.reservation,

@@ -10,6 +10,7 @@ urlpatterns = [
     path("action", views.jobs_action, name="jobs-action"),
     path("new/", views.job_new, name="job-new"),
     path("new/grid/", views.job_grid, name="job-grid"),
+    path("new/grid/preview", views.job_grid_preview, name="job-grid-preview"),
     path("new/distributed/", views.job_distributed, name="job-distributed"),
     path("<int:pk>/", views.job_detail, name="job-detail"),
     path("<int:pk>/action", views.job_action, name="job-action"),

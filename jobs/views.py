@@ -15,7 +15,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accesscontrol.permissions import restrict
+from board.tiles import board_rows
 from hiveproject.ids import MAX_ID
+from reservations.views import signed_in_json
 
 from . import actions, distributed, services, templating
 from .api import attach_hint, is_whole_number, log_download
@@ -44,7 +46,7 @@ def job_list(request):
     return render(request, "jobs/list.html", {"jobs": visible_jobs(request.user)})
 
 
-def _creation_page(request, page, form, build, rows=None):
+def _creation_page(request, page, form, build, rows=None, picker=None):
     """A job creation form. A valid POST creates the job that ``build(cleaned data)``
     describes as (template, specs) and goes to it; otherwise the form again, with its errors
     (400) and nothing saved."""
@@ -65,7 +67,8 @@ def _creation_page(request, page, form, build, rows=None):
             messages.success(request, "Job created: check the commands below, then start it.")
             return redirect("job-detail", job.pk)
     status = 400 if request.method == "POST" else 200
-    return render(request, page, {"form": form, "rows": rows}, status=status)
+    context = {"form": form, "rows": rows, "picker": picker}
+    return render(request, page, context, status=status)
 
 
 def _schedule(data) -> dict:
@@ -102,7 +105,46 @@ def job_grid(request):
     def build(data):
         return data["template"], services.grid_specs(data, **_schedule(data))
 
-    return _creation_page(request, "jobs/grid.html", GridForm(request.POST or None), build)
+    form = GridForm(request.POST or None)
+    return _creation_page(request, "jobs/grid.html", form, build, picker=gpu_picker(request, form))
+
+
+def gpu_picker(request, form) -> list:
+    """The hosts and their GPUs with the board's live state (free, busy, reserved by X, a
+    job...), for the form's GPU picker; the ones already chosen stay ticked."""
+    chosen = set(form["devices"].value() or []) if form.is_bound else set()
+    chosen = {str(c) for c in chosen}
+    rows = board_rows(request.user)
+    for row in rows:
+        row.gpus = [gpu for gpu in row.gpus if not gpu["lost"]]  # the form refuses lost GPUs
+        for gpu in row.gpus:
+            gpu["chosen"] = str(gpu["id"]) in chosen
+    return [row for row in rows if row.gpus]
+
+
+# The grid form's fields that decide the commands; the rest (name, host, GPUs, times) do not.
+PREVIEW_FIELDS = ("template", "env", "values", "samples", "seed")
+
+
+@require_POST
+@signed_in_json
+def job_grid_preview(request):
+    """The grid form's tasks before it is sent: {"count", "commands"} (the first 20), built
+    by the code that creates them; errors per field in the API's shape, and nothing saved."""
+    form = GridForm(request.POST)
+    form.is_valid()
+    errors = {name: form.errors[name] for name in PREVIEW_FIELDS if name in form.errors}
+    if errors:
+        raise ValidationError(errors)
+    data = {**form.cleaned_data, "host": None, "devices": []}
+    try:
+        templating.check_env(data["env"])
+    except ValidationError as exc:
+        raise ValidationError({"env": exc.messages}) from None
+    try:
+        return JsonResponse(services.preview(services.grid_specs(data)))
+    except ValidationError as exc:  # too many tasks, a {field} with no values
+        raise ValidationError({"values": exc.messages}) from None
 
 
 @login_required

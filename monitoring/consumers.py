@@ -1,4 +1,5 @@
-"""The live dashboard's websocket: signed-in users get a snapshot after every cycle."""
+"""The live dashboard's websocket: signed-in users get a snapshot, then after every cycle what
+changed since (monitoring.live.changes)."""
 
 import asyncio
 
@@ -6,7 +7,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from .live import freshness_marker, live_payload
+from .live import changes, freshness_marker, live_payload
 from .loop import LIVE_GROUP
 from .visibility import process_visibility
 
@@ -26,6 +27,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=NOT_SIGNED_IN)
             return
         self.marker = None
+        self.sent = None  # host id -> the entry this socket last got (None: nothing yet)
         self.sending = asyncio.Lock()
         self.visibility = await database_sync_to_async(process_visibility)(user)
         await self.accept()
@@ -60,4 +62,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             if marker == self.marker:
                 return
             self.marker = marker
-            await self.send_json(await database_sync_to_async(live_payload)(self.visibility))
+            payload = await database_sync_to_async(live_payload)(self.visibility)
+            message = payload if self.sent is None else changes(payload, self.sent)
+            self.sent = {host["id"]: host for host in payload["hosts"]}
+            if message["hosts"] or message.get("removed"):
+                await self.send_json(message)

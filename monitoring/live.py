@@ -26,6 +26,29 @@ def live_payload(visibility) -> dict:
     return {"type": "snapshot", "hosts": [host_payload(host, visibility) for host in hosts]}
 
 
+# Sent with every changed host, so a client can tell what it is and whether it is up.
+ALWAYS = ("id", "name", "status", "up")
+
+
+def changes(payload: dict, sent: dict[int, dict]) -> dict:
+    """The message after the first on one socket: for each host, only the keys whose value
+    differs from what this socket last got (``sent``, id -> entry), plus ALWAYS; unchanged
+    hosts are left out, and hosts gone are listed in ``removed``. Clients merge it into what
+    they have (static/js/live.js), so a cycle where most GPUs idle costs a few bytes each."""
+    hosts = []
+    for host in payload["hosts"]:
+        before = sent.get(host["id"])
+        if before == host:
+            continue
+        if before is None:
+            hosts.append(host)
+            continue
+        changed = {key: value for key, value in host.items() if before.get(key) != value}
+        hosts.append({**{key: host[key] for key in ALWAYS}, **changed})
+    present = {host["id"] for host in payload["hosts"]}
+    return {"type": "changes", "hosts": hosts, "removed": sorted(set(sent) - present)}
+
+
 def host_payload(host: Host, visibility) -> dict:
     snapshot = host.last_snapshot or {}
     devices = {d.uuid: d for d in host.devices.all()}

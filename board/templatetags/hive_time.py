@@ -10,7 +10,8 @@ from django.utils.html import format_html
 
 register = template.Library()
 
-FORMAT = "%a %d %b %H:%M"
+DAY_FORMAT = "%a %d %b"
+FORMAT = f"{DAY_FORMAT} %H:%M"
 
 
 def absolute(moment: datetime) -> str:
@@ -70,3 +71,14 @@ def duration(value):
     if value is None or value == "":
         return "–"
     return duration_text(value if isinstance(value, timedelta) else timedelta(seconds=value))
+
+
+@register.filter
+def day(value):
+    """A calendar day in the format of the times: "Thu 26 Nov" (with the year if not this one)."""
+    if not value:
+        return "–"
+    if isinstance(value, datetime):
+        value = timezone.localtime(value).date()
+    text = value.strftime(DAY_FORMAT)
+    return text if value.year == timezone.localdate().year else f"{text} {value.year}"

@@ -87,9 +87,10 @@
 
   function onSnapshot(message) {
     const t0 = performance.now();
-    let unknown = false;
-    message.hosts.forEach((host) => { if (!updateHost(host)) unknown = true; });
-    document.getElementById("board-added").hidden = !unknown;
+    const { hosts, removed } = window.hiveLive.merge(message);
+    let unknown = removed.length > 0;
+    hosts.forEach((host) => { if (!updateHost(host)) unknown = true; });
+    if (unknown) document.getElementById("board-added").hidden = false; // hosts came or went
     summarise();
     applyFilter();
     window.hiveBoardUpdateMs = performance.now() - t0; // read by bench/web_pages.py

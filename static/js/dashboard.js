@@ -7,6 +7,7 @@
   const script = document.currentScript;
   const LAYOUT_URL = script.dataset.layoutUrl;
   const WS_PATH = script.dataset.wsPath;
+  const ZONE = script.dataset.zone; // the reader's, as the server wrote the page's times
   const CHARTS = JSON.parse(document.getElementById("dashboard-charts").textContent);
   let layout = JSON.parse(document.getElementById("dashboard-layout").textContent);
   const KEEP = 300; // points per live chart
@@ -96,7 +97,7 @@
 
   function stateText(host) {
     let text = host.status_display;
-    if (host.last_seen) text += " · last seen " + new Date(host.last_seen).toLocaleString();
+    if (host.last_seen) text += " · last seen " + window.hiveTime.withRelative(host.last_seen, ZONE);
     else if (!host.up) text += " · never seen";
     return text;
   }
@@ -146,7 +147,7 @@
       const tr = el("tr", null, "lost");
       tr.appendChild(el("td", g.index));
       tr.appendChild(el("td", g.name));
-      const note = el("td", "GPU lost: not seen since " + new Date(g.last_seen).toLocaleString(), "error");
+      const note = el("td", "GPU lost: not seen since " + window.hiveTime.withRelative(g.last_seen, ZONE), "error");
       note.colSpan = 4;
       tr.appendChild(note);
       gpus.appendChild(tr);
@@ -158,7 +159,7 @@
   }
 
   function onSnapshot(message) {
-    message.hosts.forEach((host) => {
+    window.hiveLive.merge(message).hosts.forEach((host) => {
       record(host);
       if (updateCard(host)) drawCharts(host.id); // only this page's host has a card
     });

@@ -9,12 +9,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import connection
+from django.utils import timezone
 
+from board.templatetags.hive_time import absolute
 from monitoring import lease
 from monitoring.connections import pool
 from monitoring.loop import LOOP_ACTIVITY, ProbeLoop
 from monitoring.models import Device, Host
+from reservations.zones import user_zone
 from tests.monitoring.conftest import make_host
 from tests.monitoring.test_ssh_probe import UUID0, UUID1
 
@@ -184,3 +188,26 @@ def test_a_tile_leads_to_the_host_page_with_its_hardware_and_history(asgi_live_s
     assert "NVIDIA A100-SXM4-40GB" in page.locator("table.inventory").inner_text()
     page.wait_for_selector("#history-message:text('points')")
     assert page.locator("#history-chart .chart").count() == 4
+
+
+def test_the_host_page_writes_live_times_as_the_server_does(asgi_live_server, lab, gpus, page):
+    """One way to show time: the live card's "last seen" reads like the page the server wrote
+    ("Thu 26 Nov 14:05 (now)"), in the reader's zone, after a live update too."""
+    loop, (node2, _) = lab
+    sign_in(page, asgi_live_server, f"/hosts/{node2.name}/")
+    state = f"#host-{node2.pk} .state"
+    gpus("127.0.0.2").set_gpus(gpu_rows(55))
+    settle(loop)
+    page.wait_for_function(
+        f"document.querySelector('#host-{node2.pk} table.gpus tbody td:nth-child(3)')"
+        ".textContent === '55'",
+        timeout=settings.MONITORING_INTERVAL * 1000 + 1500,
+    )
+    node2.refresh_from_db()
+    with timezone.override(user_zone(reader())):
+        expected = f"last seen {absolute(node2.last_seen)} (now)"
+    assert expected in page.locator(state).inner_text()
+
+
+def reader():
+    return get_user_model().objects.get(username="owner")

@@ -31,10 +31,13 @@ PAGES = [
     "/jobs/{job}/",
     "/queue/",
     "/account/tokens/",
+    "/usage/",
+    "/fairuse/idle/",
+    "/notifications/",
     "/reservations/usage/",  # refused to a member: the 403 page
     "/no/such/page/",  # the 404 page
 ]
-ADMIN_PAGES = ["/reservations/usage/"]
+ADMIN_PAGES = ["/reservations/usage/", "/usage/", "/access/week/?user=1"]
 ANONYMOUS_PAGES = ["/accounts/login/"]
 
 

@@ -4,10 +4,11 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.conf import settings as django_settings
+from django.utils import timezone
 
 from hiveproject.asgi import application
 from monitoring.loop import ProbeLoop
-from monitoring.models import Device
+from monitoring.models import Device, Host
 from tests.monitoring.conftest import make_host
 from tests.monitoring.test_loop import settle
 from tests.monitoring.test_ssh_probe import UUID0, gpu_row
@@ -139,3 +140,37 @@ def test_the_loops_group_message_pushes_without_waiting_for_the_poll(
     pushed = async_to_sync(scenario)()
     assert pushed["hosts"][0]["gpus"][0]["memory_used_mib"] == 1234
     loop.executor.shutdown(wait=True)
+
+
+def test_after_the_snapshot_only_changed_hosts_and_keys_are_sent(client, lab, owner, settings):
+    """Per-host diffs: a probe of node-1 sends node-1's changed keys (and its identity), not
+    node-2, which did not change; a host disabled is listed as removed."""
+    settings.MONITORING_INTERVAL = 0.1
+    client.force_login(owner)
+    node2 = Host.objects.get(name="node-2")
+
+    async def scenario():
+        ws = communicator(client)
+        await ws.connect()
+        first = await ws.receive_json_from(timeout=5)
+        await sync_to_async(probe_again)(lab)
+        changed = await ws.receive_json_from(timeout=5)
+        await sync_to_async(Host.objects.filter(pk=node2.pk).update)(enabled=False)
+        gone = await ws.receive_json_from(timeout=5)
+        await ws.disconnect()
+        return first, changed, gone
+
+    first, changed, gone = async_to_sync(scenario)()
+    assert first["type"] == "snapshot" and len(first["hosts"]) == 2
+    assert changed["type"] == "changes" and changed["removed"] == []
+    [entry] = changed["hosts"]
+    assert entry["id"] == lab.pk and entry["gpus"][0]["utilization_gpu"] == 99
+    assert set(entry) == {"id", "name", "status", "up", "gpus", "last_probe_at"}
+    assert gone["hosts"] == [] and gone["removed"] == [node2.pk]
+
+
+def probe_again(host):
+    """As a new probe of ``host`` stores it: new figures for its GPU, a new probe time."""
+    snapshot = {**host.last_snapshot}
+    snapshot["gpus"] = [{**snapshot["gpus"][0], "utilization_gpu": 99}]
+    Host.objects.filter(pk=host.pk).update(last_snapshot=snapshot, last_probe_at=timezone.now())
