@@ -33,8 +33,8 @@ def service_env(data_dir: Path, **env) -> dict:
 class Daphne:
     """daphne serving hiveproject.asgi on a loopback port with the given environment."""
 
-    def __init__(self, env: dict, collect_static: bool = True):
-        self.env, self.port = env, free_port()
+    def __init__(self, env: dict, collect_static: bool = True, port: int | None = None):
+        self.env, self.port = env, port or free_port()
         manage = [sys.executable, str(ROOT / "manage.py")]
         if collect_static:  # whitenoise serves collected files only (DEBUG off)
             subprocess.run([*manage, "collectstatic", "--noinput", "-v0"], env=env, check=True)
