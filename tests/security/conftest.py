@@ -33,7 +33,8 @@ def service_env(data_dir: Path, **env) -> dict:
 class Daphne:
     """daphne serving hiveproject.asgi on a loopback port with the given environment."""
 
-    def __init__(self, env: dict, collect_static: bool = True, port: int | None = None):
+    def __init__(self, env: dict, collect_static: bool = True, port=None, command=None):
+        """``command``: the whole command line (on ``port``), e.g. a systemd unit's ExecStart."""
         self.env, self.port = env, port or free_port()
         manage = [sys.executable, str(ROOT / "manage.py")]
         if collect_static:  # whitenoise serves collected files only (DEBUG off)
@@ -45,7 +46,7 @@ class Daphne:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("w") as log:
             self.proc = subprocess.Popen(
-                [*argv, "hiveproject.asgi:application"],
+                command or [*argv, "hiveproject.asgi:application"],
                 env=env,
                 cwd=ROOT,
                 stdout=subprocess.DEVNULL,

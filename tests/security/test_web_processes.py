@@ -1,5 +1,6 @@
 """Several web processes behind the committed nginx site, as deploy/web-processes.sh sets
-them up (WEB_PROCESSES=2): two daphnes on consecutive ports, the upstream file written by the
+them up (WEB_PROCESSES=2): two daphnes on consecutive ports, each started with the ExecStart
+of deploy/systemd/gpuhive-web@.service for its instance, the upstream file written by the
 script itself, the production profile on the test's database and Redis. Pages and websockets
 are shared out between the processes, a session made on one is good on the other, and a
 message published on the channel layer reaches the dashboards held by each process.
@@ -8,7 +9,9 @@ message published on the channel layer reaches the dashboards held by each proce
 import json
 import os
 import re
+import shlex
 import socket
+import sys
 import time
 from urllib.parse import urlsplit
 
@@ -20,7 +23,7 @@ from monitoring.loop import LIVE_GROUP
 from monitoring.models import Host
 from tests.realparts import free_port, require
 
-from .conftest import Daphne, behind_proxy_env
+from .conftest import ROOT, Daphne, behind_proxy_env
 from .test_nginx import (
     NGINX,
     Nginx,
@@ -38,6 +41,16 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 HOST = "gpus.lab.example.org"
 REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
+UNIT = ROOT / "deploy" / "systemd" / "gpuhive-web@.service"
+
+
+def unit_command(port: int) -> list[str]:
+    """ExecStart of gpuhive-web@<port> (the instance name is the port), run by this venv."""
+    text = UNIT.read_text().replace("\\\n", " ")  # continuation lines
+    (line,) = (line for line in text.splitlines() if line.startswith("ExecStart="))
+    argv = shlex.split(line.removeprefix("ExecStart=").replace("%i", str(port)))
+    assert argv[0] == "/opt/gpuhive/.venv/bin/python", argv
+    return [sys.executable, *argv[1:]]
 
 
 def redis_answers() -> bool:
@@ -77,8 +90,10 @@ def two_processes(django_db_setup, django_db_blocker, tmp_path_factory):
     env.update(REDIS_URL=REDIS_URL, MONITORING_INTERVAL="300")
     base = consecutive_free_ports(2)
     with django_db_blocker.unblock():
-        daphnes = [Daphne(env, port=base)]
-        daphnes.append(Daphne(env, collect_static=False, port=base + 1))
+        daphnes = [Daphne(env, port=base, command=unit_command(base))]
+        daphnes.append(
+            Daphne(env, collect_static=False, port=base + 1, command=unit_command(base + 1))
+        )
     try:
         cert, key = self_signed(workdir, HOST)
         http_port, https_port = free_port(), free_port()
