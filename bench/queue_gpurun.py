@@ -106,7 +106,8 @@ def timed_lines(argv: list[str], stdin: str) -> tuple[float, list[tuple[float, s
 
 def gpurun(count: int) -> dict:
     wall, lines, cost = timed_lines(
-        [sys.executable, "manage.py", "gpurun", "--gpus", "0,1,2,3"], "sleep 0.2\n" * count
+        [sys.executable, "manage.py", "gpurun", "--gpus", "0,1,2,3", "--user", getpass.getuser()],
+        "sleep 0.2\n" * count,
     )
     starts = [t for t, line in lines if line.startswith("started")]
     ends = [t for t, line in lines if line.startswith("finished")]
@@ -116,7 +117,9 @@ def gpurun(count: int) -> dict:
 
 def simple_gpu_scheduler(count: int) -> dict:
     """It prints a line per start and nothing at the end: the makespan ends with it."""
-    command = shutil.which("simple_gpu_scheduler", path=str(Path(sys.executable).parent))
+    # In this venv, or in the load test's tool venv (bench/load/run.sh installs it there).
+    venvs = [Path(sys.executable).parent, ROOT / "data" / "load" / "venv" / "bin"]
+    command = shutil.which("simple_gpu_scheduler", path=os.pathsep.join(map(str, venvs)))
     if command is None:
         raise SystemExit("pip install -r bench/requirements.txt (simple_gpu_scheduler)")
     wall, lines, cost = timed_lines([command, "--gpus", "0,1,2,3"], "sleep 0.2\n" * count)
