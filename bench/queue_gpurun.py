@@ -17,8 +17,9 @@ Run: .venv/bin/python bench/queue_gpurun.py [commands] [--hog] [--rounds N] [--n
   --hog: a fixed background load during part 1, the same for both tools: one busy-looping
          process per core (nice 0), started before and stopped after each round.
   --rounds N: N interleaved rounds of the two tools (default 1), each reported.
-Each tool's CPU time (user+sys) and peak RSS come from wait4() on its process (its children
-included: gpurun's screen sessions and shells, simple_gpu_scheduler's shells).
+Each tool's CPU time (user+sys) comes from wait4() on its process, its children included
+(gpurun's screen sessions and shells, simple_gpu_scheduler's shells); its peak RSS (the
+largest single process) from GNU time (/usr/bin/time).
 """
 
 import argparse
@@ -85,9 +86,12 @@ def set_up_lab() -> None:
 def timed_lines(argv: list[str], stdin: str) -> tuple[float, list[tuple[float, str]], dict]:
     """Run a command, feeding stdin; (wall seconds, [(time seen, line)] of its stdout,
     {"cpu": user+sys seconds, "rss_mb": peak RSS} from wait4)."""
+    # GNU time reports the peak RSS: the tool forks from it, not from this (large) process,
+    # whose pages a forked child would count as its own peak.
+    peak_file = DATA_DIR / "peak-rss"
     started = time.monotonic()
     proc = subprocess.Popen(
-        argv,
+        ["/usr/bin/time", "-f", "%M", "-o", str(peak_file), *argv],
         cwd=ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -100,7 +104,8 @@ def timed_lines(argv: list[str], stdin: str) -> tuple[float, list[tuple[float, s
     _, _, usage = os.wait4(proc.pid, 0)
     proc.returncode = 0  # reaped above
     lines.append((time.monotonic(), "<exit>"))
-    cost = {"cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024}
+    peak_kb = int(peak_file.read_text().split()[-1])
+    cost = {"cpu": usage.ru_utime + usage.ru_stime, "rss_mb": peak_kb / 1024}
     return time.monotonic() - started, lines, cost
 
 
