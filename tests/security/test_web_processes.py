@@ -11,6 +11,7 @@ import os
 import re
 import shlex
 import socket
+import subprocess
 import sys
 import time
 from urllib.parse import urlsplit
@@ -210,3 +211,17 @@ def test_a_published_cycle_reaches_dashboards_on_both_processes(two_processes, o
             ws.close()
     served = upstreams(access_log, "GET /ws/monitoring/live/", 101, 2)
     assert set(served) == {f"127.0.0.1:{d.port}" for d in daphnes}, served
+
+
+@pytest.mark.parametrize("count, port", [("0", "8000"), ("two", "8000"), ("2", "65535")])
+def test_a_bad_count_or_port_is_refused_and_writes_nothing(tmp_path, count, port):
+    env_file, upstream = tmp_path / "hive.env", tmp_path / "gpuhive-upstream.conf"
+    env_file.write_text(f"WEB_PROCESSES={count}\nWEB_PORT={port}\n")
+    env = {**os.environ, "HIVE_ENV_FILE": str(env_file), "HIVE_NGINX_UPSTREAM": str(upstream)}
+    script = ROOT / "deploy" / "web-processes.sh"
+    done = subprocess.run(
+        [str(script), "--upstream-only"], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 2
+    assert "WEB_PROCESSES must be a count >= 1 and WEB_PORT a port" in done.stderr
+    assert not upstream.exists()
