@@ -13,9 +13,16 @@
    command prints its own start and end times, and the dispatch latency is the time from a
    job's end on a GPU to the next job's start on that GPU.
 
-Run: .venv/bin/python bench/queue_gpurun.py [commands]   (default 200)
+Run: .venv/bin/python bench/queue_gpurun.py [commands] [--hog] [--rounds N] [--no-queue]
+  --hog: a fixed background load during part 1, the same for both tools: one busy-looping
+         process per core (nice 0), started before and stopped after each round.
+  --rounds N: N interleaved rounds of the two tools (default 1), each reported.
+Each tool's CPU time (user+sys) comes from wait4() on its process, its children included
+(gpurun's screen sessions and shells, simple_gpu_scheduler's shells); its peak RSS (the
+largest single process) from GNU time (/usr/bin/time).
 """
 
+import argparse
 import getpass
 import os
 import re
@@ -26,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,11 +83,15 @@ def set_up_lab() -> None:
     probe_and_record(host)
 
 
-def timed_lines(argv: list[str], stdin: str) -> tuple[float, list[tuple[float, str]]]:
-    """Run a command, feeding stdin; (wall seconds, [(time seen, line)] of its stdout)."""
+def timed_lines(argv: list[str], stdin: str) -> tuple[float, list[tuple[float, str]], dict]:
+    """Run a command, feeding stdin; (wall seconds, [(time seen, line)] of its stdout,
+    {"cpu": user+sys seconds, "rss_mb": peak RSS} from wait4)."""
+    # GNU time reports the peak RSS: the tool forks from it, not from this (large) process,
+    # whose pages a forked child would count as its own peak.
+    peak_file = DATA_DIR / "peak-rss"
     started = time.monotonic()
     proc = subprocess.Popen(
-        argv,
+        ["/usr/bin/time", "-f", "%M", "-o", str(peak_file), *argv],
         cwd=ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -89,42 +101,70 @@ def timed_lines(argv: list[str], stdin: str) -> tuple[float, list[tuple[float, s
     proc.stdin.write(stdin)
     proc.stdin.close()
     lines = [(time.monotonic(), line.rstrip()) for line in proc.stdout]
-    proc.wait()
+    _, _, usage = os.wait4(proc.pid, 0)
+    proc.returncode = 0  # reaped above
     lines.append((time.monotonic(), "<exit>"))
-    return time.monotonic() - started, lines
+    peak_kb = int(peak_file.read_text().split()[-1])
+    cost = {"cpu": usage.ru_utime + usage.ru_stime, "rss_mb": peak_kb / 1024}
+    return time.monotonic() - started, lines, cost
 
 
 def gpurun(count: int) -> dict:
-    wall, lines = timed_lines(
-        [sys.executable, "manage.py", "gpurun", "--gpus", "0,1,2,3"], "sleep 0.2\n" * count
+    wall, lines, cost = timed_lines(
+        [sys.executable, "manage.py", "gpurun", "--gpus", "0,1,2,3", "--user", getpass.getuser()],
+        "sleep 0.2\n" * count,
     )
     starts = [t for t, line in lines if line.startswith("started")]
     ends = [t for t, line in lines if line.startswith("finished")]
     assert len(starts) == len(ends) == count, lines[-3:]
-    return {"makespan": ends[-1] - starts[0], "wall": wall}
+    return {"makespan": ends[-1] - starts[0], "wall": wall, **cost}
 
 
 def simple_gpu_scheduler(count: int) -> dict:
     """It prints a line per start and nothing at the end: the makespan ends with it."""
-    command = shutil.which("simple_gpu_scheduler", path=str(Path(sys.executable).parent))
+    # In this venv, or in the load test's tool venv (bench/load/run.sh installs it there).
+    venvs = [Path(sys.executable).parent, ROOT / "data" / "load" / "venv" / "bin"]
+    command = shutil.which("simple_gpu_scheduler", path=os.pathsep.join(map(str, venvs)))
     if command is None:
         raise SystemExit("pip install -r bench/requirements.txt (simple_gpu_scheduler)")
-    wall, lines = timed_lines([command, "--gpus", "0,1,2,3"], "sleep 0.2\n" * count)
+    wall, lines, cost = timed_lines([command, "--gpus", "0,1,2,3"], "sleep 0.2\n" * count)
     finished = lines[-1][0]  # it exits when its last command has ended
     starts = [t for t, line in lines if line.startswith("Processing command")]
     assert len(starts) == count, lines[-3:]
-    return {"makespan": finished - starts[0], "wall": wall}
+    return {"makespan": finished - starts[0], "wall": wall, **cost}
 
 
 def report_runs(count: int, results: dict[str, dict]) -> None:
     ideal = count * 0.2 / GPUS
     print(f"\n{count} x `sleep 0.2` over {GPUS} GPUs (ideal {ideal:g} s):")
-    print(f"{'':22}{'makespan s':>11}{'overhead':>10}{'wall s':>8}{'overhead':>10}")
+    print(
+        f"{'':22}{'makespan s':>11}{'overhead':>10}{'wall s':>8}{'overhead':>10}"
+        f"{'CPU s':>7}{'peak MB':>9}"
+    )
     for name, r in results.items():
         print(
             f"{name:22}{r['makespan']:11.2f}{r['makespan'] / ideal - 1:10.0%}"
-            f"{r['wall']:8.2f}{r['wall'] / ideal - 1:10.0%}"
+            f"{r['wall']:8.2f}{r['wall'] / ideal - 1:10.0%}{r['cpu']:7.2f}{r['rss_mb']:9.0f}"
         )
+    first, second = results.values()
+    ratio = first["makespan"] / second["makespan"]
+    print(f"makespan ratio gpurun / simple_gpu_scheduler: {ratio:.2f}")
+
+
+class Hog:
+    """One busy-looping process per core: the same background load for both tools."""
+
+    def __enter__(self):
+        spin = "while True: pass"
+        self.procs = [
+            subprocess.Popen([sys.executable, "-c", spin]) for _ in range(os.cpu_count() or 1)
+        ]
+        return self
+
+    def __exit__(self, *exc):
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
 
 
 # --- the queue's dispatch latency ------------------------------------------------------------
@@ -187,10 +227,18 @@ def latencies() -> list[float]:
     return gaps
 
 
-def main(count: int) -> None:
+def main(count: int, hog: bool, rounds: int, queue: bool) -> None:
     set_up_lab()
-    results = {"gpurun": gpurun(count), "simple_gpu_scheduler": simple_gpu_scheduler(count)}
-    report_runs(count, results)
+    for round_ in range(rounds):
+        results = {}
+        for name, tool in (("gpurun", gpurun), ("simple_gpu_scheduler", simple_gpu_scheduler)):
+            with Hog() if hog else nullcontext():
+                load = os.getloadavg()[0]
+                results[name] = tool(count)
+        print(f"\nround {round_ + 1}, {'a CPU hog per core' if hog else 'no hog'}, load {load:.1f}")
+        report_runs(count, results)
+    if not queue:
+        return
     gaps = queue_latency()
     print(
         f"\nqueue: {len(gaps)} GPU handovers, monitoring interval "
@@ -200,4 +248,10 @@ def main(count: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 200)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("commands", nargs="?", type=int, default=200)
+    parser.add_argument("--hog", action="store_true")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--no-queue", dest="queue", action="store_false")
+    args = parser.parse_args()
+    main(args.commands, args.hog, args.rounds, args.queue)

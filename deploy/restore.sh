@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Restore a backup made by backup.sh. Stop the service everywhere first:
-#   systemctl stop gpuhive-web gpuhive-workers      (on every machine)
+#   systemctl stop 'gpuhive-web@*' gpuhive-workers (on every machine)
 #   deploy/restore.sh /var/backups/gpuhive/gpuhive-20250101T000000Z
-#   systemctl start gpuhive-web gpuhive-workers
+#   deploy/web-processes.sh; systemctl start gpuhive-workers
 # PostgreSQL: the dump replaces the objects of the database in DATABASE_URL.
 # SQLite: the database file is replaced (the old one is kept next to it as .before-restore).
 set -euo pipefail

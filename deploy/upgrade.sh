@@ -13,7 +13,9 @@ run() { sudo -u gpuhive bash -c 'set -a; . "$0"; set +a; exec "$@"' "$ENV_FILE" 
 run .venv/bin/python manage.py migrate --no-input
 run .venv/bin/python manage.py collectstatic --no-input -v0
 run .venv/bin/python manage.py check --deploy --fail-level WARNING
-for unit in gpuhive-web gpuhive-workers; do
-  if systemctl is-enabled --quiet "$unit" 2>/dev/null; then systemctl restart "$unit"; fi
+# Web processes one at a time: nginx sends requests to the others meanwhile.
+for unit in $(systemctl list-units --plain --no-legend 'gpuhive-web@*.service' | awk '{print $1}'); do
+  systemctl restart "$unit"
 done
+if systemctl is-enabled --quiet gpuhive-workers 2>/dev/null; then systemctl restart gpuhive-workers; fi
 echo "upgraded to $(git describe --always --dirty 2>/dev/null || echo 'this checkout')"

@@ -63,7 +63,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
                 return
             self.marker = marker
             payload = await database_sync_to_async(live_payload)(self.visibility)
-            message = payload if self.sent is None else changes(payload, self.sent)
+            first = self.sent is None  # the snapshot goes out even when there are no hosts
+            message = payload if first else changes(payload, self.sent)
             self.sent = {host["id"]: host for host in payload["hosts"]}
-            if message["hosts"] or message.get("removed"):
+            if first or message["hosts"] or message["removed"]:
                 await self.send_json(message)

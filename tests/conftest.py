@@ -26,6 +26,7 @@ PROFILE_PATHS = (
     "tests/monitoring/test_loop.py",  # the lease, taken and renewed under races
     "tests/monitoring/test_history.py",  # bulk inserts, averaging and retention in SQL
     "tests/monitoring/test_live.py",  # the channel layer (Redis)
+    "tests/security/test_web_processes.py",  # web processes sharing sessions and Redis groups
     "tests/monitoring/test_restart.py",
     "tests/monitoring/test_ssh_probe.py",  # smoke: monitoring against the real sshd
     "tests/monitoring/test_healthz.py",  # the database and the broker (Redis) answering

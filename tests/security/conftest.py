@@ -33,10 +33,13 @@ def service_env(data_dir: Path, **env) -> dict:
 class Daphne:
     """daphne serving hiveproject.asgi on a loopback port with the given environment."""
 
-    def __init__(self, env: dict, collect_static: bool = True, options=None):
-        """``options``: daphne's own (``-b``, ``-p``...; the port is replaced by a free one),
-        e.g. the shipped unit's; by default loopback only, nothing else."""
-        self.env, self.port = env, free_port()
+    def __init__(
+        self, env: dict, collect_static: bool = True, options=None, port=None, command=None
+    ):
+        """``options``: daphne's own (``-b``, ``-p``...; the port is replaced by ``port`` or a
+        free one), e.g. the shipped unit's; by default loopback only, nothing else.
+        ``command``: the whole command line instead (on ``port``), e.g. a unit's ExecStart."""
+        self.env, self.port = env, port or free_port()
         manage = [sys.executable, str(ROOT / "manage.py")]
         if collect_static:  # whitenoise serves collected files only (DEBUG off)
             subprocess.run([*manage, "collectstatic", "--noinput", "-v0"], env=env, check=True)
@@ -49,7 +52,7 @@ class Daphne:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("w") as log:
             self.proc = subprocess.Popen(
-                [*argv, "hiveproject.asgi:application"],
+                command or [*argv, "hiveproject.asgi:application"],
                 env=env,
                 cwd=ROOT,
                 stdout=subprocess.DEVNULL,

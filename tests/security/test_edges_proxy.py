@@ -2,7 +2,7 @@
 line, and sign-in counts shared by several web processes (issue 15).
 
 nginx runs deploy/nginx/gpuhive.conf as committed (see test_nginx.py for what is
-substituted); daphne runs with the options of deploy/systemd/gpuhive-web.service. Clients
+substituted); daphne runs with the options of deploy/systemd/gpuhive-web@.service. Clients
 connect from different loopback addresses (127.0.0.1, 127.0.0.3), so nginx sees two
 clients, as it would two people.
 """
@@ -19,12 +19,12 @@ import pytest
 from tests.realparts import free_port, require
 
 from .conftest import ROOT, Daphne, behind_proxy_env, login_form_headers, service_env
-from .test_nginx import NGINX, Nginx, Site, nginx_conf, self_signed, site_config
+from .test_nginx import NGINX, Nginx, Site, nginx_conf, self_signed, site_config, upstream_file
 from .test_sub_path import cookies
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-UNIT = ROOT / "deploy" / "systemd" / "gpuhive-web.service"
+UNIT = ROOT / "deploy" / "systemd" / "gpuhive-web@.service"
 HOST = "gpus.lab.example.org"
 ATTEMPTS = "3"  # LOGIN_ATTEMPTS of the servers under test
 
@@ -56,7 +56,7 @@ def site(django_db_setup, django_db_blocker, tmp_path_factory):
                 host=HOST,
                 http_port=http_port,
                 https_port=https_port,
-                upstream_port=daphne.port,
+                upstream=upstream_file(workdir, daphne.port, 1),
                 cert=cert,
                 key=key,
                 static=data_dir / "staticfiles",

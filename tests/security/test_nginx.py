@@ -44,18 +44,19 @@ VARIANTS = {"root": ("gpus.lab.example.org", ""), "sub-path": (PUBLIC_HOST, "/gp
 HSTS = "max-age=31536000; includeSubDomains; preload"
 
 
-def site_config(variant, *, host, http_port, https_port, upstream_port, cert, key, static):
+def site_config(variant, *, host, http_port, https_port, upstream, cert, key, static):
     """deploy/nginx/gpuhive.conf with only what a test must change, each a checked substitution:
     the listen ports (loopback IPv4, free ports; the IPv6 lines are dropped), the upstream
-    (daphne's port), the certificate (self-signed), the static alias (daphne's data dir) and
-    server_name. For "sub-path", the commented block under SUB_PATH_HEADING, uncommented,
-    replaces the locations of the TLS server block (the lab's existing server in the comment)."""
+    file's path (`upstream_file`: written by deploy/web-processes.sh), the certificate
+    (self-signed), the static alias (daphne's data dir) and server_name. For "sub-path", the
+    commented block under SUB_PATH_HEADING, uncommented, replaces the locations of the TLS
+    server block (the lab's existing server in the comment)."""
     text = CONF.read_text()
     substitutions = [
         (r"listen 80;", f"listen 127.0.0.1:{http_port};"),
         (r"listen 443 ", f"listen 127.0.0.1:{https_port} "),  # keeps "ssl http2;"
         (r"\n *listen \[::\]:\d+[^;]*;", ""),
-        (re.escape("server 127.0.0.1:8000;"), f"server 127.0.0.1:{upstream_port};"),
+        (re.escape("include /etc/nginx/gpuhive-upstream.conf;"), f"include {upstream};"),
         (re.escape("/etc/letsencrypt/live/gpus.lab.example.org/fullchain.pem"), str(cert)),
         (re.escape("/etc/letsencrypt/live/gpus.lab.example.org/privkey.pem"), str(key)),
         (re.escape("/var/lib/gpuhive/staticfiles/"), f"{static}/"),
@@ -76,6 +77,19 @@ def site_config(variant, *, host, http_port, https_port, upstream_port, cert, ke
     return active[:first] + sub_path + active[first:]
 
 
+WEB_PROCESSES = ROOT / "deploy" / "web-processes.sh"
+
+
+def upstream_file(workdir: Path, base_port: int, count: int) -> Path:
+    """nginx's upstream servers as deploy/web-processes.sh writes them for WEB_PROCESSES=count
+    and WEB_PORT=base_port (its --upstream-only mode: no systemctl, no nginx reload)."""
+    env_file, upstream = workdir / "hive.env", workdir / "gpuhive-upstream.conf"
+    env_file.write_text(f"WEB_PROCESSES={count}\nWEB_PORT={base_port}\n")
+    env = {**os.environ, "HIVE_ENV_FILE": str(env_file), "HIVE_NGINX_UPSTREAM": str(upstream)}
+    subprocess.run([str(WEB_PROCESSES), "--upstream-only"], env=env, check=True, timeout=30)
+    return upstream
+
+
 def nginx_conf(workdir: Path, site: Path) -> str:
     """A minimal main config: every path nginx writes under workdir, the site included."""
     user = "user root;\n" if os.geteuid() == 0 else ""  # workers must read the tmp dirs
@@ -90,7 +104,9 @@ events {{ worker_connections 64; }}
 http {{
     include /etc/nginx/mime.types;
     default_type application/octet-stream;
-    access_log {workdir}/access.log;
+    # Which web process answered each request ($upstream_addr), for the tests that run several.
+    log_format upstreams '$request_method $request_uri $status $upstream_addr';
+    access_log {workdir}/access.log upstreams;
 {temp}    include {site};
 }}
 """
@@ -192,7 +208,7 @@ def site(request, django_db_setup, django_db_blocker, tmp_path_factory):
                 host=host,
                 http_port=http_port,
                 https_port=https_port,
-                upstream_port=daphne.port,
+                upstream=upstream_file(workdir, daphne.port, 1),
                 cert=cert,
                 key=key,
                 static=data_dir / "staticfiles",
