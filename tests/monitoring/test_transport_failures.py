@@ -7,6 +7,7 @@ import re
 import pytest
 from django.core.exceptions import ValidationError
 
+from accesscontrol.models import RunAsAllowance
 from accesscontrol.services import ensure_default_group, profile_for
 from jobs import services
 from jobs.models import Task
@@ -79,6 +80,10 @@ def test_a_task_too_long_for_its_host_fails_with_why_on_either_transport(any_hos
     profile = profile_for(owner)
     profile.unix_username = getpass.getuser()
     profile.save()
+    # The tests' account (maybe root) is refused for jobs unless an admin allows it.
+    RunAsAllowance.objects.create(
+        unix_username=getpass.getuser(), host=any_host, reason="the tests run as this account"
+    )
     ensure_default_group()
     spec = services.TaskSpec(host=any_host, template="echo {x}", parameters={"x": TOO_LONG})
     task = services.create_job(owner, name="long", specs=[spec]).tasks.get()
