@@ -44,7 +44,6 @@ PROFILE_PATHS = (
     "tests/accesscontrol/test_signals.py",  # grant rechecks handed to the broker
     "tests/accesscontrol/test_api.py",  # smoke
     "tests/api/test_errors.py",  # database errors turned into answers
-    "tests/api/test_fuzz.py",  # values the database refuses (NUL, out-of-range ids)
     "tests/api/test_limits.py",  # NUL, repeated ids and sizes the database would refuse
     "tests/api/test_stale_edits.py",  # row locks (select_for_update) differ by database
     "tests/api/test_throttling.py",  # counters in the cache
@@ -53,7 +52,9 @@ PROFILE_PATHS = (
     "tests/security/test_deploy_check.py",  # production settings
     "tests/fairuse/test_idle_end_to_end.py",  # idle checks as broker tasks, real processes
     "tests/notifications/test_delivery.py",  # deliveries claimed once under races, retries
-    "tests/api/test_fuzz_live.py",  # schemathesis against daphne: what each database refuses
+    # Schemathesis against daphne: what each database refuses. (The in-process fuzz,
+    # tests/api/test_fuzz.py, runs once: bad values are refused before any database.)
+    "tests/api/test_fuzz_live.py",
     "tests/accounting/test_rollup.py",  # GPU-hours summed and bucketed by day in SQL
     "tests/monitoring/test_steady_recording.py",  # bulk writes (executemany) per database
     "tests/queueing/test_fairshare.py",  # decayed usage aggregated in SQL
