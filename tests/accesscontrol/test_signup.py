@@ -35,7 +35,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 URL = "/access/signup/"
 User = get_user_model()
-MEMBER = "hive-signup-member"  # an ordinary account, created for these tests
+# Ordinary accounts created for these tests, named per test process: CI's two runs share the
+# machine's accounts.
+MEMBER = f"hive-signup-member-{os.getpid()}"
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +196,7 @@ def test_it_offers_only_hosts_with_a_recorded_key(db, settings, sshd):  # noqa: 
 def system_account(sshd):  # noqa: F811
     """A system account (useradd -r: UID below 1000) with a home, a shell and the key, so
     the proof can be made: only its UID gives it away."""
-    name = "hive-signup-sys"
+    name = f"hive-signup-sys-{os.getpid()}"
     account = unix_account(sshd, name, "-r")
     assert account.pw_uid < 1000
     yield account

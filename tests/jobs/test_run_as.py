@@ -2,6 +2,7 @@
 service's own account, unless an admin allowed it (issue 15). Real sshd, real accounts."""
 
 import getpass
+import os
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -17,7 +18,7 @@ from tests.realparts import remove_unix_account, unix_account
 
 from .test_execution import make_task
 
-SYSTEM = "hive-run-as-sys"
+SYSTEM = f"hive-run-as-sys-{os.getpid()}"  # per test process: CI's runs share accounts
 
 
 def map_to(user, name: str):
