@@ -41,7 +41,9 @@ from .test_sub_path import cookies
 pytestmark = pytest.mark.django_db(transaction=True)
 
 HOST = "gpus.lab.example.org"
-REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
+# The production profile's Redis; in the embedded run a database of its own (13), so its
+# daphnes' task queue and groups never meet those of a production run on the same Redis.
+REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/13"
 UNIT = ROOT / "deploy" / "systemd" / "gpuhive-web@.service"
 
 
