@@ -146,9 +146,9 @@ class Runner:
                     return
                 if command is None:
                     continue
-                # The start rule is checked once, by the start itself, with the processes
-                # nvidia-smi shows now; a refused start leaves nothing and says why.
-                processes, why = self.processes_now(seen)
+                # The start rule, with the processes nvidia-smi shows now; the start checks
+                # it again (a reservation or a grant may change in between).
+                processes, why = self.look(device, seen)
                 said, seen = self.check(device, said, why), None
                 if not said:
                     task, refused = self.start(device, command, processes)
@@ -180,18 +180,9 @@ class Runner:
         """Why the GPU cannot be used now ("" if it can), asking the host what runs on it."""
         return self.look(device)[1]
 
-    def look(self, device: Device) -> tuple[dict | None, str]:
+    def look(self, device: Device, seen: str | None = None) -> tuple[dict | None, str]:
         """(the host's GPU processes now, as the start rule takes them; why the GPU cannot be
-        used now, "" if it can)."""
-        processes, why = self.processes_now()
-        if processes is None:
-            return None, why
-        reasons = may_start(self.owner, [device], job=self.job, processes=processes)
-        return processes, (reasons[0].text if reasons else "")
-
-    def processes_now(self, seen: str | None = None) -> tuple[dict | None, str]:
-        """(the host's GPU processes, as the start rule takes them, or None; "" or why the
-        host could not be asked). ``seen``: nvidia-smi's answer right after our last task
+        used now, "" if it can). ``seen``: nvidia-smi's answer right after our last task
         ended, if one came; else it is asked now."""
         found = None
         if seen is not None:
@@ -202,7 +193,9 @@ class Runner:
         except (TransportError, parsers.ParseError) as exc:
             return None, f"cannot ask {self.host.name}: {exc}"
         rows = [{"gpu_uuid": uuid, "pid": pid, "name": name} for uuid, pid, _, name in found]
-        return {self.host.pk: rows}, ""
+        processes = {self.host.pk: rows}
+        reasons = may_start(self.owner, [device], job=self.job, processes=processes)
+        return processes, (reasons[0].text if reasons else "")
 
     def start(self, device: Device, command: str, processes=None) -> tuple[Task | None, str]:
         """(the started task, "") or (None, why the GPU is refused now): a start refused by its
