@@ -9,10 +9,11 @@ from django.db import connection
 from hive_cli import config
 from hive_cli.main import cli
 
-from accesscontrol.services import ensure_default_group, profile_for
+from accesscontrol.services import ensure_default_group
 from apitokens.services import issue_token
 from jobs.tasks import sync_running
 from monitoring.models import Device, Host
+from tests.accounts import mapped_to_own_name
 
 # The real sshd, GNU screen and a node behind them, for the job commands (tests/jobs's own).
 from tests.jobs.conftest import fake_gpu_root, log_dir, node, runner, sshd  # noqa: F401
@@ -47,22 +48,14 @@ SNAPSHOT = {
 }  # fmt: skip
 
 
-def _mapped(user):
-    """The user with the UNIX account of the same name (mappings are explicit: issue 15)."""
-    profile = profile_for(user)
-    profile.unix_username = user.get_username()
-    profile.save()
-    return user
-
-
 @pytest.fixture
 def owner(owner):
-    return _mapped(owner)
+    return mapped_to_own_name(owner)
 
 
 @pytest.fixture
 def other_user(other_user):
-    return _mapped(other_user)
+    return mapped_to_own_name(other_user)
 
 
 @pytest.fixture(autouse=True)

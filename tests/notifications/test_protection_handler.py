@@ -3,10 +3,10 @@
 import pytest
 from django.core import mail
 
-from accesscontrol.services import profile_for
 from notifications.models import Channel
 from protection.detection import check_hosts
 from protection.models import HandlerRun
+from tests.accounts import mapped_to_own_name
 
 pytestmark = pytest.mark.django_db(transaction=True)
 NOTIFY = "protection.handlers.notify.NotifyHandler"
@@ -22,9 +22,7 @@ def test_owner_and_offender_are_told_in_chat_once(
     tasks_run_inline,
 ):
     settings.VIOLATION_HANDLERS = [NOTIFY]
-    profile = profile_for(other_user)  # mapped to the UNIX account whose process it is
-    profile.unix_username = "other"
-    profile.save()
+    mapped_to_own_name(other_user)  # "other" is the UNIX account whose process it is
     Channel.objects.create(user=owner, kind="slack", target=receiver.url + "/owner")
     Channel.objects.create(user=other_user, kind="json", target=receiver.url + "/other")
     for _ in range(3):

@@ -9,9 +9,10 @@ import pytest
 from django.utils import timezone
 from django_q.conf import Conf
 
-from accesscontrol.services import ensure_default_group, profile_for
+from accesscontrol.services import ensure_default_group
 from monitoring.models import Device, Host
 from reservations.services import create_reservation
+from tests.accounts import mapped_to_own_name
 from tests.monitoring.conftest import (  # noqa: F401  (the real parts, shared)
     _fresh_connections,
     fake_gpu_root,
@@ -25,29 +26,21 @@ from tests.monitoring.conftest import (  # noqa: F401  (the real parts, shared)
 HANDLERS_NONE: list = []
 
 
-def _mapped(user):
-    """The user with the UNIX account of the same name (mappings are explicit now)."""
-    profile = profile_for(user)
-    profile.unix_username = user.get_username()
-    profile.save()
-    return user
-
-
 # The personas, each mapped to the UNIX account named like them: the tests speak of
 # processes of "owner" and "other" as ps would print them.
 @pytest.fixture
 def owner(owner):
-    return _mapped(owner)
+    return mapped_to_own_name(owner)
 
 
 @pytest.fixture
 def other_user(other_user):
-    return _mapped(other_user)
+    return mapped_to_own_name(other_user)
 
 
 @pytest.fixture
 def admin_user(admin_user):
-    return _mapped(admin_user)
+    return mapped_to_own_name(admin_user)
 
 
 @pytest.fixture
