@@ -16,10 +16,10 @@ import uuid
 
 import pytest
 
-from tests.realparts import free_port, require
+from tests.realparts import require
 
 from .conftest import ROOT, Daphne, behind_proxy_env, login_form_headers, service_env
-from .test_nginx import NGINX, Nginx, Site, nginx_conf, self_signed, site_config, upstream_file
+from .test_nginx import NGINX, nginx_site, upstream_file
 from .test_sub_path import cookies
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -47,26 +47,9 @@ def site(django_db_setup, django_db_blocker, tmp_path_factory):
     with django_db_blocker.unblock():
         daphne = Daphne(env, options=shipped_daphne_options())
     try:
-        cert, key = self_signed(workdir, HOST)
-        http_port, https_port = free_port(), free_port()
-        site_file = workdir / "gpuhive.conf"
-        site_file.write_text(
-            site_config(
-                "root",
-                host=HOST,
-                http_port=http_port,
-                https_port=https_port,
-                upstream=upstream_file(workdir, daphne.port, 1),
-                cert=cert,
-                key=key,
-                static=data_dir / "staticfiles",
-            )
-        )
-        conf = workdir / "nginx.conf"
-        conf.write_text(nginx_conf(workdir, site_file))
-        nginx = Nginx(workdir, conf, [http_port, https_port])
+        nginx, site = nginx_site(workdir, "root", upstream_file(workdir, daphne.port, 1), data_dir)
         try:
-            yield Site(HOST, "", http_port, https_port, cert, data_dir / "staticfiles")
+            yield site
         finally:
             nginx.stop()
     finally:

@@ -188,6 +188,32 @@ class Nginx:
             self.proc.wait()
 
 
+def nginx_site(workdir: Path, variant: str, upstream: Path, data_dir: Path):
+    """nginx running the committed site (``variant``: "root" or "sub-path") in front of the
+    web processes in ``upstream``; (the running Nginx, the Site to ask). Stop the Nginx."""
+    host, prefix = VARIANTS[variant]
+    cert, key = self_signed(workdir, host)
+    http_port, https_port = free_port(), free_port()
+    site_file = workdir / "gpuhive.conf"
+    static = data_dir / "staticfiles"
+    site_file.write_text(
+        site_config(
+            variant,
+            host=host,
+            http_port=http_port,
+            https_port=https_port,
+            upstream=upstream,
+            cert=cert,
+            key=key,
+            static=static,
+        )
+    )
+    conf = workdir / "nginx.conf"
+    conf.write_text(nginx_conf(workdir, site_file))
+    nginx = Nginx(workdir, conf, [http_port, https_port])
+    return nginx, Site(host, prefix, http_port, https_port, cert, static)
+
+
 @pytest.fixture(scope="module", params=list(VARIANTS))
 def site(request, django_db_setup, django_db_blocker, tmp_path_factory):
     """daphne with the production profile behind nginx running the committed site."""
@@ -199,26 +225,10 @@ def site(request, django_db_setup, django_db_blocker, tmp_path_factory):
     with django_db_blocker.unblock():
         daphne = Daphne(env)
     try:
-        cert, key = self_signed(workdir, host)
-        http_port, https_port = free_port(), free_port()
-        site_file = workdir / "gpuhive.conf"
-        site_file.write_text(
-            site_config(
-                request.param,
-                host=host,
-                http_port=http_port,
-                https_port=https_port,
-                upstream=upstream_file(workdir, daphne.port, 1),
-                cert=cert,
-                key=key,
-                static=data_dir / "staticfiles",
-            )
-        )
-        conf = workdir / "nginx.conf"
-        conf.write_text(nginx_conf(workdir, site_file))
-        nginx = Nginx(workdir, conf, [http_port, https_port])
+        upstream = upstream_file(workdir, daphne.port, 1)
+        nginx, site = nginx_site(workdir, request.param, upstream, data_dir)
         try:
-            yield Site(host, prefix, http_port, https_port, cert, data_dir / "staticfiles")
+            yield site
         finally:
             nginx.stop()
     finally:

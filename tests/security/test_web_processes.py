@@ -27,13 +27,9 @@ from tests.realparts import free_port, require
 from .conftest import ROOT, Daphne, behind_proxy_env
 from .test_nginx import (
     NGINX,
-    Nginx,
-    Site,
     get,
-    nginx_conf,
-    self_signed,
+    nginx_site,
     sign_in,
-    site_config,
     upstream_file,
 )
 from .test_sub_path import cookies
@@ -98,26 +94,8 @@ def two_processes(django_db_setup, django_db_blocker, tmp_path_factory):
             Daphne(env, collect_static=False, port=base + 1, command=unit_command(base + 1))
         )
     try:
-        cert, key = self_signed(workdir, HOST)
-        http_port, https_port = free_port(), free_port()
-        site_file = workdir / "gpuhive.conf"
-        site_file.write_text(
-            site_config(
-                "root",
-                host=HOST,
-                http_port=http_port,
-                https_port=https_port,
-                upstream=upstream_file(workdir, base, 2),
-                cert=cert,
-                key=key,
-                static=data_dir / "staticfiles",
-            )
-        )
-        conf = workdir / "nginx.conf"
-        conf.write_text(nginx_conf(workdir, site_file))
-        nginx = Nginx(workdir, conf, [http_port, https_port])
+        nginx, site = nginx_site(workdir, "root", upstream_file(workdir, base, 2), data_dir)
         try:
-            site = Site(HOST, "", http_port, https_port, cert, data_dir / "staticfiles")
             yield site, workdir / "access.log", daphnes
         finally:
             nginx.stop()
