@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from accounting.rollup import compute_recent
 from board.demo import seed
 
 
@@ -22,6 +23,9 @@ class Command(BaseCommand):
             made = seed(hosts, gpus, history_hours, down=down)
         except ValueError as error:
             raise CommandError(str(error)) from None
+        # The usage figures the workers would roll up within a quarter hour, at once, so the
+        # usage page has something to show.
+        compute_recent()
         self.stdout.write(
             f"Demo lab: {made['hosts']} hosts, {made['gpus']} GPUs; users "
             f"{', '.join(made['users'])}, each with the password {made['password']!r}."
