@@ -112,7 +112,8 @@ class NewJobForm(forms.Form):
     WHEN = {
         QUEUE: (
             "As soon as the GPUs are free",
-            "It waits in the queue and starts by itself; the queue page says why it waits.",
+            "It waits in the queue and starts by itself (each task of a sweep on its own, as "
+            "GPUs free up); the queue page says why it waits.",
         ),
         NOW: (
             "Now",
@@ -133,7 +134,10 @@ class NewJobForm(forms.Form):
     template = forms.CharField(
         label="Command",
         widget=forms.Textarea(
-            attrs={"rows": 3, "placeholder": "python train.py --lr {lr} --batch {batch}"}
+            attrs={
+                "rows": 3,
+                "placeholder": "for example: python train.py --lr {lr} --batch {batch}",
+            }
         ),
         help_text="The shell command, as you would type it on the host. Write {name} where a "
         "value from step 3 goes: each value is quoted for the shell, so it arrives as one "
@@ -159,7 +163,6 @@ class NewJobForm(forms.Form):
         Host.objects.filter(enabled=True),
         required=False,
         empty_label="Any host",
-        help_text="With GPUs you pick: their host (ticking a GPU chooses it).",
     )
     devices = _gpus()
     gpu_model = forms.CharField(
@@ -173,7 +176,9 @@ class NewJobForm(forms.Form):
     values = forms.CharField(
         required=False,
         label="Values",
-        widget=forms.Textarea(attrs={"rows": 4, "placeholder": "lr: 0.1, 0.01\nbatch: 32, 64"}),
+        widget=forms.Textarea(
+            attrs={"rows": 4, "placeholder": "for example:\nlr: 0.1, 0.01\nbatch: 32, 64"}
+        ),
         help_text="One line per {name} of the command: name: value1, value2, ... One task is "
         "made for every combination. Empty: one task (a command without {names}).",
     )
@@ -189,6 +194,7 @@ class NewJobForm(forms.Form):
         "Environment",
         label="Environment variables",
         help_text="NAME=value, one per line, set for every task.",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "for example: OMP_NUM_THREADS=4"}),
     )
     # 4. When
     when = forms.ChoiceField(

@@ -80,8 +80,9 @@ def _schedule(data) -> dict:
 @login_required
 def job_new(request):
     """The guided form: the command, where (GPUs picked on a list with their live state, or
-    N GPUs the service picks), the values (with a live preview), and when it starts."""
-    form = NewJobForm(request.POST or None, user=request.user)
+    N GPUs the service picks), the values (with a live preview), and when it starts. A link
+    may preset where and when (``?where=devices&devices=12&when=now``)."""
+    form = NewJobForm(request.POST or None, user=request.user, initial=_preset(request.GET))
     if request.method == "POST" and form.is_valid():
         outcome = guided.submit(form, request.user)
         if outcome is not None:
@@ -90,6 +91,14 @@ def job_new(request):
     picker = gpu_picker(request, form)
     context = {"form": form, "picker": picker, "usable_now": _usable_now(picker)}
     return render(request, "jobs/new.html", context, status=status)
+
+
+def _preset(query) -> dict:
+    """The choices a link presets; the form shows them, and checks them only when sent."""
+    preset = {name: query[name] for name in ("where", "when", "host") if name in query}
+    if "devices" in query:
+        preset["devices"] = query.getlist("devices")
+    return preset
 
 
 def _made(request, outcome: guided.Outcome):
@@ -138,8 +147,7 @@ def gpu_picker(request, form) -> list:
     """The hosts and their GPUs with the board's live state (free, busy, reserved by X, a
     job...) and whether the user may start on each now (the start rule, and why not), for
     the form's GPU picker; the ones already chosen stay ticked."""
-    chosen = set(form["devices"].value() or []) if form.is_bound else set()
-    chosen = {str(c) for c in chosen}
+    chosen = {str(c) for c in form["devices"].value() or []}
     why_not = {device.pk: reasons for device, reasons in usability(request.user)}
     rows = board_rows(request.user)
     for row in rows:

@@ -78,6 +78,19 @@ def test_the_picker_says_on_which_gpus_you_may_start_now(client, owner, other_us
     assert "not for you now: GPU 1 on node-1 reserved by other until" in taken.split("</label>")[0]
 
 
+def test_a_link_presets_where_and_when(client, owner, lab):  # noqa: F811
+    node = lab.host("node-1", gpus=2)
+    gpu = lab.gpu(node, 1)
+    client.force_login(owner)
+    html = client.get(f"{NEW}?where=devices&devices={gpu.pk}&when=now").content.decode()
+    assert 'value="devices" id="id_where_2" required checked' in html
+    assert 'value="now" id="id_when_1" required checked' in html
+    assert "Create and start</button>" in html
+    assert f'value="{gpu.pk}" checked' in shown_with(html, "devices")
+    nonsense = client.get(f"{NEW}?where=everywhere&devices=x&when=1")
+    assert nonsense.status_code == 200 and nothing_made()  # shown, checked only when sent
+
+
 # --- the queue: "as soon as the GPUs are free" --------------------------------------------------
 
 
