@@ -167,6 +167,16 @@ def test_an_admin_sees_all_and_may_cancel(client, admin_user, waiting):
     assert AuditEvent.objects.filter(action="queue.cancel", actor=admin_user).exists()
 
 
+def test_an_admin_cancels_from_the_admin_list(client, admin_user, waiting):
+    client.force_login(admin_user)
+    url = "/admin/queueing/queuedjob/"
+    cancel = {"action": "cancel", "_selected_action": [waiting.pk]}
+    assert "1 queued job(s) cancelled" in client.post(url, cancel, follow=True).content.decode()
+    assert QueuedJob.objects.get().state == QueuedJob.State.CANCELLED
+    again = client.post(url, cancel, follow=True).content.decode()
+    assert "Night run: &#x27;night run&#x27; has already ended (Cancelled)." in again
+
+
 def test_the_owner_cancels_from_the_page(client, owner, waiting):
     client.force_login(owner)
     assert client.post(f"/queue/{waiting.pk}/cancel").status_code == 302
