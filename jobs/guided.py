@@ -176,6 +176,8 @@ def check_start_now(data: dict, user, host: Host, devices: list[Device]) -> None
 
 
 def create(data: dict, user, sets: list[dict], host: Host, devices: list[Device]) -> Job:
+    # The steps before have made every other check create_job makes; the one left is that
+    # the stop comes after the start.
     schedule = {key: data[key] for key in ("scheduled_start", "scheduled_stop")}
     return under(
         "scheduled_stop",
