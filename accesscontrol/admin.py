@@ -150,6 +150,7 @@ class BanAdmin(RestrictedAdminMixin, admin.ModelAdmin):
 class MessageAdmin(admin.ModelAdmin):
     list_display = ["text", "level", "enabled", "starts", "ends"]
     list_filter = ["enabled", "level"]
+    search_fields = ["text"]
     list_editable = ["enabled"]
 
 
@@ -165,6 +166,8 @@ class RunAsAllowanceAdmin(admin.ModelAdmin):
     """Superusers only (no object permissions): each entry lets jobs run as a refused account."""
 
     list_display = ["unix_username", "host", "reason", "created", "created_by"]
+    list_filter = ["host"]
+    search_fields = ["unix_username", "reason", "host__name"]
     readonly_fields = ["created", "created_by"]
 
     def save_model(self, request, obj, form, change):

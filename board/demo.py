@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from accesscontrol.services import ensure_default_group
+from accesscontrol.services import ensure_default_group, profile_for
 from jobs.models import Job, Task
 from monitoring.history import store_samples
 from monitoring.inventory import record_probe
@@ -114,6 +114,11 @@ def make_user(name: str):
     if created:
         user.set_password(PASSWORD)
         user.save()
+        # Mapped to a UNIX account of the same name, as an admin maps a lab's people, so the
+        # job form shows on which GPUs each may start now.
+        profile = profile_for(user)
+        profile.unix_username = name
+        profile.save()
     return user
 
 

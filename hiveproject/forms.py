@@ -5,7 +5,8 @@ Bootstrap)."""
 from django.forms.renderers import DjangoTemplates
 
 WIDGETS = "django/forms/widgets/"
-CHECKS = ("checkbox.html", "radio.html")
+# One option of a group (a radio button drawn on its own, as the job form's steps do) too.
+CHECKS = ("checkbox.html", "radio.html", "checkbox_option.html", "radio_option.html")
 SELECTS = ("select.html", "select_date.html")
 
 

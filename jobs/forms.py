@@ -1,9 +1,12 @@
 """Forms of the job pages: task rows, a grid, a distributed template."""
 
 from django import forms
+from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 
 from monitoring.models import Device, Host
+from queueing.models import QueuedTask
+from queueing.services import MAX_GPUS_PER_TASK
 
 from . import distributed, templating
 
@@ -74,21 +77,204 @@ class TaskRowForm(forms.Form):
 TaskRowFormSet = forms.formset_factory(TaskRowForm, extra=ROWS, max_num=500)
 
 
-class GridForm(JobForm):
-    # The guided order: what to run, where, with which values, then when.
-    field_order = ["name", "template", "description", "host", "devices", "values", "samples",
-                   "seed", "env", "scheduled_start", "scheduled_stop"]  # fmt: skip
-    host = forms.ModelChoiceField(Host.objects.filter(enabled=True))
-    devices = _gpus()
-    values = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 4, "placeholder": "lr: 0.1, 0.01\nbatch: 32, 64"}),
-        help_text="One line per field: name: value1, value2, ...",
+Where = QueuedTask.Kind
+
+
+def _time(label: str, help_text: str):
+    # The browser's own date and time picker; read in the reader's time zone.
+    widget = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
+    return forms.DateTimeField(required=False, label=label, help_text=help_text, widget=widget)
+
+
+class NewJobForm(forms.Form):
+    """The guided "New job" form, in the order people think of a run: the command, where it
+    runs (GPUs picked on a list, or "N GPUs" the service picks), the values it is run with,
+    and when it starts (queued until its GPUs are free, now, at a set time, or by hand).
+    Fields that belong to an option not chosen are ignored (see ``clean``)."""
+
+    QUEUE, NOW, AT, BY_HAND = "queue", "now", "at", "hand"
+    WHERE = {
+        Where.ONE_HOST: (
+            "N GPUs on one host",
+            "The service picks free GPUs for you, all on one host.",
+        ),
+        Where.ANY_HOSTS: (
+            "N GPUs anywhere",
+            "Spread over several hosts if no single one has enough: the command then runs "
+            "once per host, with HIVE_NODE_RANK, HIVE_NNODES and HIVE_MASTER_ADDR set.",
+        ),
+        Where.DEVICES: (
+            "GPUs I pick on the list",
+            "See what each GPU is doing now and tick the ones to use (none: a task without "
+            "GPUs on the chosen host).",
+        ),
+    }
+    WHEN = {
+        QUEUE: (
+            "As soon as the GPUs are free",
+            "It waits in the queue and starts by itself (each task of a sweep on its own, as "
+            "GPUs free up); the queue page says why it waits.",
+        ),
+        NOW: (
+            "Now",
+            "Starts right away; if the GPUs cannot be used now, you are told why and nothing "
+            "is created.",
+        ),
+        AT: ("At a set time", "Starts at the time you give (only with GPUs you pick)."),
+        BY_HAND: (
+            "Not yet",
+            "Creates it; you check each task's command on the next page and start it there "
+            "(only with GPUs you pick).",
+        ),
+    }
+    # "N GPUs" are chosen when the job starts, so only the queue or a start now can choose them.
+    PICKED_ONLY = (AT, BY_HAND)
+
+    # 1. What to run
+    template = forms.CharField(
+        label="Command",
+        widget=forms.Textarea(
+            attrs={
+                "rows": 3,
+                "placeholder": "for example: python train.py --lr {lr} --batch {batch}",
+            }
+        ),
+        help_text="The shell command, as you would type it on the host. Write {name} where a "
+        "value from step 3 goes: each value is quoted for the shell, so it arrives as one "
+        "argument. Write {{ and }} for braces that are really braces.",
     )
-    samples = forms.IntegerField(required=False, min_value=1, help_text="Empty: the full grid.")
-    seed = forms.IntegerField(required=False)
+    name = forms.CharField(
+        max_length=200,
+        required=False,
+        help_text="To find it again in the lists. Empty: the start of the command.",
+    )
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    # 2. Where
+    where = forms.ChoiceField(
+        label="Which GPUs",
+        choices=[(key, label) for key, (label, _) in WHERE.items()],
+        initial=Where.ONE_HOST,
+        widget=forms.RadioSelect,
+    )
+    gpu_count = forms.IntegerField(
+        label="How many GPUs", min_value=1, max_value=MAX_GPUS_PER_TASK, initial=1
+    )
+    host = forms.ModelChoiceField(
+        Host.objects.filter(enabled=True),
+        required=False,
+        empty_label="Any host",
+    )
+    devices = _gpus()
+    gpu_model = forms.CharField(
+        max_length=100, required=False, label="GPU model contains", help_text="For example A100."
+    )
+    # Bounded like the column (PositiveIntegerField): a larger number would be a 500.
+    min_memory_mib = forms.IntegerField(
+        min_value=1, max_value=2**31 - 1, required=False, label="At least this much memory (MiB)"
+    )
+    # 3. With which values
+    values = forms.CharField(
+        required=False,
+        label="Values",
+        widget=forms.Textarea(
+            attrs={"rows": 4, "placeholder": "for example:\nlr: 0.1, 0.01\nbatch: 32, 64"}
+        ),
+        help_text="One line per {name} of the command: name: value1, value2, ... One task is "
+        "made for every combination. Empty: one task (a command without {names}).",
+    )
+    samples = forms.IntegerField(
+        required=False,
+        min_value=1,
+        help_text="Only this many combinations, drawn at random. Empty: all of them.",
+    )
+    seed = forms.IntegerField(
+        required=False, help_text="The same seed draws the same combinations again."
+    )
+    env = PairsField(
+        "Environment",
+        label="Environment variables",
+        help_text="NAME=value, one per line, set for every task.",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "for example: OMP_NUM_THREADS=4"}),
+    )
+    # 4. When
+    when = forms.ChoiceField(
+        label="When it starts",
+        choices=[(key, label) for key, (label, _) in WHEN.items()],
+        initial=QUEUE,
+        widget=forms.RadioSelect,
+    )
+    scheduled_start = _time("Start at", "In your time zone.")
+    scheduled_stop = _time("Stop at", "Optional: stopped then (TERM, then KILL).")
+    priority = forms.IntegerField(
+        initial=0, required=False, help_text="Higher starts first (within your limit)."
+    )
+    opportunistic = forms.BooleanField(
+        required=False, help_text="Beyond your group's quota, on spare GPUs; preempted first."
+    )
+    requeue_on_preemption = forms.BooleanField(
+        required=False, initial=True, label="Requeue when preempted"
+    )
+    group = forms.ModelChoiceField(
+        Group.objects.none(),
+        required=False,
+        empty_label="Your default group",
+        help_text="Whose quota it counts against.",
+    )
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["group"].queryset = Group.objects.filter(user=user).order_by("name")
+
+    def clean_template(self):
+        template = self.cleaned_data["template"]
+        templating.fields_of(template)
+        return template
 
     def clean_values(self):
         return templating.parse_value_lists(self.cleaned_data["values"])
+
+    def clean_env(self):
+        return templating.check_env(self.cleaned_data["env"])
+
+    def clean(self):
+        data = super().clean()
+        where, when = data.get("where"), data.get("when")
+        if where == Where.DEVICES:
+            data.update(gpu_model="", min_memory_mib=None)
+        else:
+            data["devices"] = []  # the list's ticks belong to "GPUs I pick"
+            if when in self.PICKED_ONLY:
+                self.add_error(
+                    "when",
+                    f"'{self.WHEN[when][0]}' needs GPUs you pick on the list: the service picks "
+                    "'N GPUs' only as the job starts. Choose 'As soon as the GPUs are free' "
+                    "or 'Now', or pick the GPUs.",
+                )
+        if where == Where.ANY_HOSTS:
+            data["host"] = None
+        if when != self.AT:
+            data["scheduled_start"] = None
+        elif not data.get("scheduled_start"):
+            self.add_error("scheduled_start", "Say when it starts.")
+        if when == self.QUEUE:
+            data["scheduled_stop"] = None
+        if "template" in data and not data.get("name", "").strip():
+            data["name"] = default_name(data["template"])
+        return data
+
+    # The radio buttons of "where" and "when", each with its help in plain words.
+    @property
+    def where_options(self) -> list:
+        return [(choice, self.WHERE[choice.data["value"]][1]) for choice in self["where"]]
+
+    @property
+    def when_options(self) -> list:
+        return [(choice, self.WHEN[choice.data["value"]][1]) for choice in self["when"]]
+
+
+def default_name(command: str) -> str:
+    first = command.strip().splitlines()[0] if command.strip() else "job"
+    return first if len(first) <= 60 else first[:59] + "…"
 
 
 class DistributedForm(forms.Form):

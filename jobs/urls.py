@@ -1,6 +1,7 @@
 """Pages and API routes of jobs (wired in hiveproject/urls.py)."""
 
 from django.urls import path
+from django.views.generic import RedirectView
 
 from . import views
 from .api import JobViewSet, TaskViewSet
@@ -9,8 +10,11 @@ urlpatterns = [
     path("", views.job_list, name="job-list"),
     path("action", views.jobs_action, name="jobs-action"),
     path("new/", views.job_new, name="job-new"),
-    path("new/grid/", views.job_grid, name="job-grid"),
-    path("new/grid/preview", views.job_grid_preview, name="job-grid-preview"),
+    path("new/preview", views.job_new_preview, name="job-new-preview"),
+    path("new/rows/", views.job_rows, name="job-rows"),
+    # The sweep form became the guided form's step 3; old links and bookmarks land there.
+    path("new/grid/", RedirectView.as_view(pattern_name="job-new"), name="job-grid"),
+    path("new/grid/preview", views.job_new_preview),
     path("new/distributed/", views.job_distributed, name="job-distributed"),
     path("<int:pk>/", views.job_detail, name="job-detail"),
     path("<int:pk>/action", views.job_action, name="job-action"),

@@ -1,4 +1,5 @@
-"""Job pages: list, create (task rows, grid, distributed template), detail, actions, logs.
+"""Job pages: list, create (the guided form, task rows, distributed template), detail,
+actions, logs.
 
 Pages never reach a host (hiveproject/middleware.py): they read the database, which the
 workers keep up to date. Actions (start, stop, signals) are checked and handed to the
@@ -17,11 +18,12 @@ from django.views.decorators.http import require_POST
 from accesscontrol.permissions import restrict
 from board.tiles import board_rows
 from hiveproject.ids import MAX_ID
+from queueing.placing import usability
 from reservations.views import signed_in_json
 
-from . import actions, distributed, services, templating
+from . import actions, distributed, guided, services, templating
 from .api import attach_hint, is_whole_number, log_download
-from .forms import DistributedForm, GridForm, JobForm, TaskRowFormSet
+from .forms import DistributedForm, JobForm, NewJobForm, TaskRowFormSet
 from .models import Job, Task
 
 
@@ -46,7 +48,7 @@ def job_list(request):
     return render(request, "jobs/list.html", {"jobs": visible_jobs(request.user)})
 
 
-def _creation_page(request, page, form, build, rows=None, picker=None):
+def _creation_page(request, page, form, build, rows=None):
     """A job creation form. A valid POST creates the job that ``build(cleaned data)``
     describes as (template, specs) and goes to it; otherwise the form again, with its errors
     (400) and nothing saved."""
@@ -67,7 +69,7 @@ def _creation_page(request, page, form, build, rows=None, picker=None):
             messages.success(request, "Job created: check the commands below, then start it.")
             return redirect("job-detail", job.pk)
     status = 400 if request.method == "POST" else 200
-    context = {"form": form, "rows": rows, "picker": picker}
+    context = {"form": form, "rows": rows}
     return render(request, page, context, status=status)
 
 
@@ -77,6 +79,49 @@ def _schedule(data) -> dict:
 
 @login_required
 def job_new(request):
+    """The guided form: the command, where (GPUs picked on a list with their live state, or
+    N GPUs the service picks), the values (with a live preview), and when it starts. A link
+    may preset where and when (``?where=devices&devices=12&when=now``)."""
+    form = NewJobForm(request.POST or None, user=request.user, initial=_preset(request.GET))
+    if request.method == "POST" and form.is_valid():
+        outcome = guided.submit(form, request.user)
+        if outcome is not None:
+            return _made(request, outcome)
+    status = 400 if request.method == "POST" else 200
+    picker = gpu_picker(request, form)
+    context = {"form": form, "picker": picker, "usable_now": _usable_now(picker)}
+    return render(request, "jobs/new.html", context, status=status)
+
+
+def _preset(query) -> dict:
+    """The choices a link presets; the form shows them, and checks them only when sent."""
+    preset = {name: query[name] for name in ("where", "when", "host") if name in query}
+    if "devices" in query:
+        preset["devices"] = query.getlist("devices")
+    return preset
+
+
+def _made(request, outcome: guided.Outcome):
+    """Where the guided form goes once it has made something, and what it says there."""
+    if outcome.queued:
+        names = ", ".join(f"'{q}'" for q in outcome.queued[:3])
+        more = f" and {len(outcome.queued) - 3} more" if len(outcome.queued) > 3 else ""
+        messages.success(
+            request, f"Queued {names}{more}: each starts by itself when its GPUs are free."
+        )
+        return redirect("queue")
+    job = outcome.job
+    if outcome.start:
+        _report(request, list(job.tasks.select_related("host", "job__owner")), "spawn")
+    elif job.tasks.filter(scheduled_start__isnull=False).exists():
+        messages.success(request, "Job created: it starts at the time you set (see below).")
+    else:
+        messages.success(request, "Job created: check the commands below, then start it.")
+    return redirect("job-detail", job.pk)
+
+
+@login_required
+def job_rows(request):
     """A job from task rows: each row a host, GPUs, and values for the template's fields."""
     rows = TaskRowFormSet(request.POST or None, prefix="rows")
 
@@ -95,56 +140,47 @@ def job_new(request):
         ]
         return data["template"], specs
 
-    return _creation_page(request, "jobs/new.html", JobForm(request.POST or None), build, rows)
-
-
-@login_required
-def job_grid(request):
-    """A job with one task per combination of parameter values (or N random ones)."""
-
-    def build(data):
-        return data["template"], services.grid_specs(data, **_schedule(data))
-
-    form = GridForm(request.POST or None)
-    return _creation_page(request, "jobs/grid.html", form, build, picker=gpu_picker(request, form))
+    return _creation_page(request, "jobs/rows.html", JobForm(request.POST or None), build, rows)
 
 
 def gpu_picker(request, form) -> list:
     """The hosts and their GPUs with the board's live state (free, busy, reserved by X, a
-    job...), for the form's GPU picker; the ones already chosen stay ticked."""
-    chosen = set(form["devices"].value() or []) if form.is_bound else set()
-    chosen = {str(c) for c in chosen}
+    job...) and whether the user may start on each now (the start rule, and why not), for
+    the form's GPU picker; the ones already chosen stay ticked."""
+    chosen = {str(c) for c in form["devices"].value() or []}
+    why_not = {device.pk: reasons for device, reasons in usability(request.user)}
     rows = board_rows(request.user)
     for row in rows:
         row.gpus = [gpu for gpu in row.gpus if not gpu["lost"]]  # the form refuses lost GPUs
         for gpu in row.gpus:
             gpu["chosen"] = str(gpu["id"]) in chosen
+            reasons = why_not.get(gpu["id"], [])
+            gpu["usable"] = not reasons
+            gpu["why_not"] = reasons[0].text if reasons else ""
     return [row for row in rows if row.gpus]
 
 
-# The grid form's fields that decide the commands; the rest (name, host, GPUs, times) do not.
+def _usable_now(picker: list) -> tuple[int, int]:
+    """(GPUs the user may start on now, GPUs listed)."""
+    gpus = [gpu for row in picker for gpu in row.gpus]
+    return sum(gpu["usable"] for gpu in gpus), len(gpus)
+
+
+# The form's fields that decide the commands; the rest (where, when) do not.
 PREVIEW_FIELDS = ("template", "env", "values", "samples", "seed")
 
 
 @require_POST
 @signed_in_json
-def job_grid_preview(request):
-    """The grid form's tasks before it is sent: {"count", "commands"} (the first 20), built
+def job_new_preview(request):
+    """The guided form's tasks before it is sent: {"count", "commands"} (the first 20), built
     by the code that creates them; errors per field in the API's shape, and nothing saved."""
-    form = GridForm(request.POST)
+    form = NewJobForm(request.POST, user=request.user)
     form.is_valid()
     errors = {name: form.errors[name] for name in PREVIEW_FIELDS if name in form.errors}
     if errors:
         raise ValidationError(errors)
-    data = {**form.cleaned_data, "host": None, "devices": []}
-    try:
-        templating.check_env(data["env"])
-    except ValidationError as exc:
-        raise ValidationError({"env": exc.messages}) from None
-    try:
-        return JsonResponse(services.preview(services.grid_specs(data)))
-    except ValidationError as exc:  # too many tasks, a {field} with no values
-        raise ValidationError({"values": exc.messages}) from None
+    return JsonResponse(guided.preview(form.cleaned_data))
 
 
 @login_required

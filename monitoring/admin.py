@@ -99,6 +99,7 @@ class ActivityAdmin(admin.ModelAdmin):
     """Background activities (probing loop, history cleanup): who runs them and how they fare."""
 
     list_display = ["name", "holder", "lease_expires", "last_success_at", "last_summary", "error"]
+    search_fields = ["name", "last_summary", "last_error"]
     readonly_fields = [
         "name",
         "holder",

@@ -67,6 +67,14 @@ def retry_due() -> int:
     return sum(deliver(pk) for pk in due().values_list("pk", flat=True)[:200])
 
 
+def try_again(deliveries) -> int:
+    """Make the unsent of ``deliveries`` (waiting or given up) due now, with their attempts
+    counted afresh: for an admin who has fixed what made them fail. The retry schedule
+    sends them. Returns how many."""
+    unsent = deliveries.filter(state__in=[State.PENDING, State.FAILED])
+    return unsent.update(state=State.PENDING, attempts=0, next_try_at=timezone.now())
+
+
 def deliver(delivery_id: int) -> bool:
     """Send one delivery if this caller wins its claim; True when sent."""
     now = timezone.now()

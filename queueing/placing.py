@@ -64,7 +64,7 @@ def _refusal(cluster: Cluster, user, request: Request) -> Placement:
 def _sentence(cluster: Cluster, request: Request, matching: int, usable: int) -> str:
     if request.kind == "devices":
         return "Not all of these GPUs can be used now."
-    plural = "s" if request.count != 1 else ""
+    plural, verb = ("s", "are") if request.count != 1 else ("", "is")
     where = "on one host" if request.kind == "one_host" else "across the hosts"
     if request.host_id is not None:
         hosts = {g.host.pk: g.host.name for g in cluster.gpus.values()}
@@ -72,6 +72,6 @@ def _sentence(cluster: Cluster, request: Request, matching: int, usable: int) ->
     if matching < request.count:
         return f"There are not {request.count} GPU{plural} {where} that fit the request."
     return (
-        f"{request.count} GPU{plural} are not usable now {where} ({usable} of the "
+        f"{request.count} GPU{plural} {verb} not usable now {where} ({usable} of the "
         f"{matching} that fit are)."
     )

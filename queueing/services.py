@@ -56,14 +56,15 @@ def check_request(request: TaskRequest) -> None:
             f"Unknown GPU request {request.kind!r}: use one of {', '.join(Kind.values)}."
         )
     if request.kind == Kind.DEVICES:
-        _check_devices(request.devices)
+        check_named_devices(request.devices)
     elif not 1 <= request.gpu_count <= MAX_GPUS_PER_TASK:
         raise ValidationError(f"A task asks for 1 to {MAX_GPUS_PER_TASK} GPUs.")
     if request.host is not None and request.kind != Kind.ONE_HOST:
         raise ValidationError("A host can be chosen only with 'N GPUs on one host'.")
 
 
-def _check_devices(devices: list[Device]) -> None:
+def check_named_devices(devices: list[Device]) -> None:
+    """GPUs named for one task: at least one, all on one host."""
     if not devices:
         raise ValidationError("Name at least one GPU, or ask for a number of GPUs.")
     if len({d.host_id for d in devices}) > 1:

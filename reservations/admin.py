@@ -1,8 +1,7 @@
-from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.contrib import admin
 
 from accesscontrol.permissions import RestrictedAdminMixin
-from hiveproject.api_errors import Conflict
+from hiveproject.admin_actions import apply_each
 
 from . import services
 from .models import CalendarChoice, Reservation, ReservedDevice, SentNotification
@@ -14,20 +13,6 @@ class ReservedDeviceInline(admin.TabularInline):
     fields = ["device", "start", "end", "holds"]
     readonly_fields = fields
     can_delete = False
-
-
-def _decide(modeladmin, request, queryset, decide, done: str):
-    """Apply ``decide`` to each selected booking; say per booking what happened."""
-    decided = 0
-    for reservation in queryset.prefetch_related("devices"):
-        try:
-            decide(reservation, request.user)
-            decided += 1
-        except (ValidationError, PermissionDenied, Conflict) as exc:
-            text = " ".join(getattr(exc, "messages", [str(exc)]))
-            modeladmin.message_user(request, f"{reservation}: {text}", messages.ERROR)
-    if decided:
-        modeladmin.message_user(request, f"{decided} reservation(s) {done}.", messages.SUCCESS)
 
 
 @admin.register(Reservation)
@@ -60,11 +45,13 @@ class ReservationAdmin(RestrictedAdminMixin, admin.ModelAdmin):
 
     @admin.action(description="Approve the selected pending reservations")
     def approve(self, request, queryset):
-        _decide(self, request, queryset, services.approve_reservation, "approved")
+        bookings = queryset.prefetch_related("devices")
+        apply_each(self, request, bookings, services.approve_reservation, "reservation(s) approved")
 
     @admin.action(description="Reject the selected pending reservations (frees their GPUs)")
     def reject(self, request, queryset):
-        _decide(self, request, queryset, services.reject_reservation, "rejected")
+        bookings = queryset.prefetch_related("devices")
+        apply_each(self, request, bookings, services.reject_reservation, "reservation(s) rejected")
 
     def has_add_permission(self, request):
         return False  # bookings are made in the calendar or the API, under the rules
@@ -74,9 +61,12 @@ class ReservationAdmin(RestrictedAdminMixin, admin.ModelAdmin):
 class SentNotificationAdmin(admin.ModelAdmin):
     list_display = ["reservation", "kind", "device_key", "sent"]
     list_filter = ["kind"]
+    search_fields = ["reservation__title", "reservation__owner__username"]
+    date_hierarchy = "sent"
     readonly_fields = ["reservation", "kind", "device_key", "sent"]
 
 
 @admin.register(CalendarChoice)
 class CalendarChoiceAdmin(admin.ModelAdmin):
     list_display = ["user"]
+    search_fields = ["user__username"]

@@ -15,6 +15,8 @@ def test_the_demo_lab_has_gpus_history_and_usage(client):
     assert client.login(username="ada", password="demo-password")
     page = client.get("/usage/?by=host").content.decode()
     assert "No use recorded" not in page
+    # Its people have UNIX accounts, so the job form shows where each may start now.
+    assert "✓ you can start here now" in client.get("/jobs/new/").content.decode()
 
 
 @pytest.mark.django_db

@@ -26,7 +26,8 @@ PAGES = [
     "/protection/",
     "/jobs/",
     "/jobs/new/",
-    "/jobs/new/grid/",
+    "/jobs/new/?where=devices&when=at",  # the GPU picker and the start time shown
+    "/jobs/new/rows/",
     "/jobs/new/distributed/",
     "/jobs/{job}/",
     "/queue/",

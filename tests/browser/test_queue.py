@@ -1,6 +1,6 @@
-"""The queue page in a real browser: queue a job through the form, see it wait, see the
-scheduler start it on a free GPU and end it, read why a job that cannot start waits, cancel
-it, and get a form error for a broken template.
+"""The queue page in a real browser: queue a job through the New job form, see it wait, see
+the scheduler start it on a free GPU and end it, read why a job that cannot start waits,
+cancel it, and get a form error for a broken template.
 
 Real parts: Chromium, the test sshd with two hosts of two fake T4s each, GNU screen. The
 workers are played by this test: it calls the scheduling round and the task status sync,
@@ -27,10 +27,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def queue_from_the_form(page, name, command, gpu_count=1):
+    """The New job form, from the queue page's link, with its defaults (N GPUs on one host,
+    as soon as they are free)."""
+    page.click("text=Queue a job")
     page.fill("input[name=name]", name)
     page.fill("textarea[name=template]", command)
     page.fill("input[name=gpu_count]", str(gpu_count))
-    page.click("button:has-text('Queue')")
+    page.click("button:has-text('Queue it')")
     page.wait_for_load_state()
 
 
@@ -87,7 +90,9 @@ def test_a_broken_template_is_named_and_nothing_is_queued(login, live_server, ru
     page = login("owner", "pw-owner-1")
     page.goto(f"{live_server.url}/queue/")
     queue_from_the_form(page, "broken", "python train.py --lr {lr")
-    alert = page.locator("[role=alert]").inner_text()
+    alert = page.locator("[role=alert]").first.inner_text()  # the summary atop the form
     assert "The template is not valid: expected '}'" in alert
+    under = page.locator(".mb-3:has(#id_template) .error").inner_text()  # and under the field
+    assert under.startswith("The template is not valid: expected '}'")
     assert page.input_value("input[name=name]") == "broken"  # what was typed is kept
     assert not QueuedJob.objects.exists()

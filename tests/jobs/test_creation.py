@@ -54,7 +54,7 @@ def test_the_form_creates_tasks_from_rows(client, runner, node):
         "rows-1-parameters": "lr=$(reboot)",
         "rows-1-env": "SEED=2",
     }
-    response = client.post(reverse("job-new"), data)
+    response = client.post(reverse("job-rows"), data)
     job = Job.objects.get(name="rows")
     assert response.status_code == 302 and response.url == reverse("job-detail", args=[job.pk])
     first, second = job.tasks.order_by("pk")
@@ -86,7 +86,7 @@ def test_bad_form_input_says_why_and_creates_nothing(client, runner, node, chang
         "rows-0-parameters": "lr=1",
         **change,
     }
-    response = client.post(reverse("job-new"), data)
+    response = client.post(reverse("job-rows"), data)
     assert response.status_code == 400
     assert message in response.content.decode().replace("&#x27;", "'")
     assert not Job.objects.exists() and not Task.objects.exists()
@@ -110,17 +110,20 @@ def test_a_gpu_of_another_host_is_refused(client, runner, node, sshd):
     assert not Job.objects.exists()
 
 
-def test_the_grid_page_creates_a_sampled_grid(client, runner, node):
+def test_the_guided_form_creates_a_sampled_grid(client, runner, node):
     client.force_login(runner)
     data = {
         "name": "grid",
         "template": "train --lr {lr} --bs {bs}",
+        "where": "devices",
         "host": node.pk,
+        "gpu_count": "1",
         "values": "lr: 0.1, 0.01, 0.001\nbs: 32, 64",
         "samples": "4",
         "seed": "7",
+        "when": "hand",
     }
-    assert client.post(reverse("job-grid"), data).status_code == 302
+    assert client.post(reverse("job-new"), data).status_code == 302
     commands = list(Job.objects.get(name="grid").tasks.values_list("command", flat=True))
     assert len(commands) == 4 and len(set(commands)) == 4
     expected = [

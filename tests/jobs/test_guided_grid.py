@@ -1,4 +1,4 @@
-"""The guided grid form: its GPU picker shows each GPU's live state, and its preview endpoint
+"""The guided New job form's GPU picker shows each GPU's live state, and its preview endpoint
 answers the tasks the form would make (same code as creating them), saving nothing."""
 
 from datetime import timedelta
@@ -14,7 +14,8 @@ from monitoring.models import Device
 from reservations.services import create_reservation
 from tests.monitoring.conftest import node  # noqa: F401  (a host with live GPUs, no sshd)
 
-PREVIEW = reverse("job-grid-preview")
+PREVIEW = reverse("job-new-preview")
+NEW = reverse("job-new")
 GRID = {
     "template": "train --lr {lr} --bs {bs} --note {note}",
     "values": "lr: 0.1, 0.01, 0.001\nbs: 32, 64\nnote: it's $(id)",
@@ -35,11 +36,17 @@ def test_the_preview_counts_and_lists_the_commands_the_job_gets(client, node, ow
     body = answer.json()
     assert body["count"] == 4 and len(body["commands"]) == 4
     data = {**GRID, "name": "sweep", "host": node.pk, "samples": "4", "seed": "7"}
-    assert client.post(reverse("job-grid"), data).status_code == 302
+    data.update(where="devices", gpu_count="1", when="hand")
+    assert client.post(NEW, data).status_code == 302
     tasks = Job.objects.get(name="sweep").tasks.order_by("pk")
     assert body["commands"] == [templating.command_line(t.env, t.command) for t in tasks]
     assert body["commands"][0].startswith("SEED=1 train --lr ")
     assert "'it'\"'\"'s $(id)'" in body["commands"][0]  # quoted as the task will run it
+
+
+def test_a_command_without_values_is_one_task(client, owner):
+    body = preview(client, owner, template="python train.py", values="", env="").json()
+    assert body == {"count": 1, "commands": ["python train.py"]}
 
 
 def test_a_big_grid_is_counted_but_only_its_first_commands_are_sent(client, owner):
@@ -96,7 +103,7 @@ def test_the_picker_shows_each_gpu_with_its_state(client, node, owner, other_use
     end = timezone.now() + timedelta(hours=2)
     create_reservation(other_user, title="t", devices=[busy], start=timezone.now(), end=end)
     client.force_login(owner)
-    html = client.get(reverse("job-grid")).content.decode()
+    html = client.get(NEW).content.decode()
     free_tile = html.split(f'data-gpu="{node.devices.get(index=0).pk}"')[1].split("</label>")[0]
     taken_tile = html.split(f'data-gpu="{busy.pk}"')[1].split("</label>")[0]
     assert 'name="devices"' in free_tile and "reserved by other until" in taken_tile
@@ -106,7 +113,7 @@ def test_the_picker_shows_each_gpu_with_its_state(client, node, owner, other_use
 def test_a_refused_form_keeps_the_ticked_gpus(client, node, owner):  # noqa: F811
     client.force_login(owner)
     gpu = node.devices.get(index=0)
-    answer = client.post(reverse("job-grid"), {"host": node.pk, "devices": [gpu.pk]})
+    answer = client.post(NEW, {"where": "devices", "host": node.pk, "devices": [gpu.pk]})
     assert answer.status_code == 400
     tile = answer.content.decode().split(f'data-gpu="{gpu.pk}"')[1].split("</label>")[0]
     assert f'value="{gpu.pk}" checked' in tile
@@ -115,6 +122,6 @@ def test_a_refused_form_keeps_the_ticked_gpus(client, node, owner):  # noqa: F81
 def test_lost_gpus_are_not_offered(client, node, owner):  # noqa: F811
     lost = Device.objects.create(host=node, index=1, uuid="GPU-2", name="T4", status="lost")
     client.force_login(owner)
-    html = client.get(reverse("job-grid")).content.decode()
+    html = client.get(NEW).content.decode()
     assert f'data-gpu="{node.devices.get(index=0).pk}"' in html
     assert f'data-gpu="{lost.pk}"' not in html

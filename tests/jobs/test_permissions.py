@@ -51,7 +51,7 @@ def page_urls(job):
     return [
         reverse("job-list"),
         reverse("job-new"),
-        reverse("job-grid"),
+        reverse("job-rows"),
         reverse("job-distributed"),
         reverse("job-detail", args=[job.pk]),
         reverse("job-states", args=[job.pk]),
@@ -74,7 +74,7 @@ def test_pages(finished, as_persona, persona):
     client = as_persona(persona)
     for url in page_urls(finished):
         expected = GET_PAGE[persona]
-        if persona == "other" and url.rstrip("/").endswith(("jobs", "new", "grid", "distributed")):
+        if persona == "other" and url.rstrip("/").endswith(("jobs", "new", "rows", "distributed")):
             expected = 200  # their own (empty) list and the creation forms
         response = client.get(url)
         assert response.status_code == expected, url

@@ -111,3 +111,23 @@ def test_two_senders_at_once_send_once(receiver, owner):
     for thread in threads:
         thread.join()
     assert sorted(results) == [0, 0, 0, 1] and len(receiver.received) == 1
+
+
+def test_an_admin_tries_failed_deliveries_again(client, admin_user, owner, receiver):
+    channel = Channel.objects.create(user=owner, kind="json", target=receiver.url)
+    given_up, sent = (
+        Delivery.objects.create(
+            channel=channel, event="job_ended", key=key, subject="s", text="t", state=state,
+            attempts=5, next_try_at=timezone.now() + timedelta(hours=1),
+        )
+        for key, state in (("k-1", State.FAILED), ("k-2", State.SENT))
+    )  # fmt: skip
+    client.force_login(admin_user)
+    selected = {"action": "try_again", "_selected_action": [given_up.pk, sent.pk]}
+    response = client.post("/admin/notifications/delivery/", selected, follow=True)
+    assert "1 delivery(ies) will be sent" in response.content.decode()
+    given_up.refresh_from_db()
+    assert (given_up.state, given_up.attempts) == (State.PENDING, 0)
+    assert send.retry_due() == 1 and len(receiver.received) == 1  # the retry round sends it
+    sent.refresh_from_db()
+    assert (sent.state, sent.attempts) == (State.SENT, 5)

@@ -9,7 +9,7 @@ from queueing.scheduler import plan_round, save_reasons
 
 from .conftest import queue, reserve, soon
 
-PAGE, API = "/queue/", "/api/queued-jobs/"
+PAGE, API, NEW = "/queue/", "/api/queued-jobs/", "/jobs/new/"
 
 
 @pytest.fixture
@@ -50,48 +50,47 @@ def test_the_owner_sees_the_place_and_why_it_waits(client, owner, waiting):
     assert data[0]["reasons"] == waiting.reasons and data[0]["owner"] == "owner"
 
 
-def test_the_owner_queues_from_the_page(client, owner, lab):
+def test_the_owner_queues_from_the_new_job_form(client, owner, lab):
     client.force_login(owner)
     response = client.post(
-        PAGE,
+        NEW,
         {
             "name": "from the form",
             "template": "python train.py --epochs 90",
             "env": "SEED=1",
-            "kind": "one_host",
+            "where": "one_host",
             "gpu_count": "2",
             "gpu_model": "A100",
+            "when": "queue",
             "priority": "0",
             "requeue_on_preemption": "on",
         },
     )
-    assert response.status_code == 302
+    assert response.status_code == 302 and response.url == PAGE
     job = QueuedJob.objects.get()
     task = job.tasks.get()
     assert (task.gpu_count, task.gpu_model, task.env) == (2, "A100", {"SEED": "1"})
     assert job.requeue_on_preemption and not job.opportunistic
     assert AuditEvent.objects.filter(action="queue.enqueue", actor=owner).exists()
+    assert "Queued &#x27;from the form&#x27;" in client.get(PAGE).content.decode()
 
 
-def test_bad_input_on_the_page_says_why_and_queues_nothing(client, owner, lab):
+def test_bad_input_on_the_form_says_why_and_queues_nothing(client, owner, lab):
     client.force_login(owner)
-    response = client.post(
-        PAGE,
-        {
-            "name": "x",
-            "template": "python train.py {lr",
-            "kind": "one_host",
-            "gpu_count": "1",
-            "priority": "0",
-        },
-    )
+    queued = {"name": "x", "where": "one_host", "gpu_count": "1", "when": "queue"}
+    response = client.post(NEW, {**queued, "template": "python train.py {lr", "priority": "0"})
     assert response.status_code == 400
     assert "The template is not valid" in response.content.decode()
-    response = client.post(
-        PAGE,
-        {"name": "x", "template": "true", "kind": "one_host", "gpu_count": "1", "priority": "50"},
-    )
+    response = client.post(NEW, {**queued, "template": "true", "priority": "50"})
     assert response.status_code == 400 and "Priority must be between" in response.content.decode()
+    assert not QueuedJob.objects.exists()
+
+
+def test_the_page_lists_and_no_longer_takes_a_form(client, owner, lab):
+    client.force_login(owner)
+    page = client.get(PAGE).content.decode()
+    assert f'href="{NEW}">Queue a job</a>' in page and 'name="template"' not in page
+    assert client.post(PAGE, {"name": "x", "template": "true"}).status_code == 405
     assert not QueuedJob.objects.exists()
 
 
@@ -166,6 +165,16 @@ def test_an_admin_sees_all_and_may_cancel(client, admin_user, waiting):
     assert client.post(f"/queue/{waiting.pk}/cancel").status_code == 302
     assert QueuedJob.objects.get().state == QueuedJob.State.CANCELLED
     assert AuditEvent.objects.filter(action="queue.cancel", actor=admin_user).exists()
+
+
+def test_an_admin_cancels_from_the_admin_list(client, admin_user, waiting):
+    client.force_login(admin_user)
+    url = "/admin/queueing/queuedjob/"
+    cancel = {"action": "cancel", "_selected_action": [waiting.pk]}
+    assert "1 queued job(s) cancelled" in client.post(url, cancel, follow=True).content.decode()
+    assert QueuedJob.objects.get().state == QueuedJob.State.CANCELLED
+    again = client.post(url, cancel, follow=True).content.decode()
+    assert "Night run: &#x27;night run&#x27; has already ended (Cancelled)." in again
 
 
 def test_the_owner_cancels_from_the_page(client, owner, waiting):
