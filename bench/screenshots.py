@@ -17,7 +17,7 @@ PAGES = {
     "calendar": "/reservations/calendar/",
     "host": "/hosts/demo-001/",
     "jobs-new": "/jobs/new/",
-    "jobs-grid": "/jobs/new/grid/",
+    "jobs-grid": "/jobs/new/?where=devices",
     "queue": "/queue/",
     "mine": "/reservations/mine/",
     "usage": "/usage/",
@@ -29,11 +29,12 @@ WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
 
 
 def fill_sweep(page) -> None:
-    """The sweep form as a newcomer fills it: a free GPU ticked, values typed, the preview
-    shown (the screenshot is taken at the picker and preview)."""
+    """The New job form as a newcomer fills it for a sweep on GPUs of their choice: a free GPU
+    they may start on ticked, values typed, the preview shown (the screenshot is taken at the
+    picker and preview)."""
     page.fill("#id_name", "lr sweep")
     page.fill("#id_template", "python train.py --lr {lr} --batch {batch}")
-    page.locator(".gpu-pick.gt-free input").first.check()
+    page.locator(".gpu-pick.gt-free:has(.gt-usable[data-usable='1']) input").first.check()
     page.fill("#id_values", "lr: 0.1, 0.01, 0.001\nbatch: 32, 64")
     page.locator("#preview-count").filter(has_text="6 tasks").wait_for()
     page.locator("#id_samples").focus()  # the preview in view, no textarea outline
