@@ -75,7 +75,7 @@ class LinkHeaderPagination(PageNumberPagination):
         return schema  # the body is the plain array; the paging is in headers
 
 
-# The headers of every paged answer, for the OpenAPI schema (hiveproject.api_errors).
+# The headers of every paged answer, for the OpenAPI schema (hiveproject.api_schema).
 PAGE_HEADERS = {
     "X-Total-Count": {
         "schema": {"type": "integer"},

@@ -112,8 +112,9 @@ if HIVE_BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     USE_X_FORWARDED_HOST = True
 
+# Not "daphne": its app config imports Twisted (about 40 MiB) into every process, workers
+# included, only to turn `runserver` into an ASGI server; `manage.py serve` runs daphne itself.
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -280,7 +281,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # drf-spectacular's, documenting the error answers of every operation.
-    "DEFAULT_SCHEMA_CLASS": "hiveproject.api_errors.HiveAutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "hiveproject.api_schema.HiveAutoSchema",
     # One error shape everywhere: {"detail": message, <field>: [messages]...}.
     "EXCEPTION_HANDLER": "hiveproject.api_errors.exception_handler",
     # Only views that name a throttle scope are limited (token endpoints); see apitokens.

@@ -9,7 +9,6 @@ same event however often it is reported.
 import logging
 from datetime import timedelta
 
-import httpx
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
@@ -144,6 +143,8 @@ def post_json(delivery: Delivery) -> None:
     url = delivery.channel.target
     if not url.startswith(("http://", "https://")):  # checked on input too: never file: etc.
         raise ValueError("a webhook URL must start with http:// or https://")
+    import httpx  # here, not at the top: every worker imports this module, few send webhooks
+
     response = httpx.post(
         url,
         json=payload(delivery),
