@@ -63,7 +63,7 @@ def name_of(pid: int) -> str:
     except OSError:
         return "?"
     text = " ".join(w.decode(errors="replace") for w in words if w)
-    for marker in ("qcluster", "serve", "ssh", "screen"):
+    for marker in ("qcluster", "daphne", "serve", "ssh", "screen"):
         if marker in text:
             return marker
     return Path(words[0].decode(errors="replace")).name if words and words[0] else "?"
@@ -108,7 +108,7 @@ def measure(checkout: Path, python: str, settle: float) -> list[tuple[int, str, 
         rows = []
         for pid in descendants(serve.pid):
             values = memory(pid)
-            if values and name_of(pid) in ("serve", "qcluster"):
+            if values and name_of(pid) in ("serve", "daphne", "qcluster"):
                 rows.append((pid, name_of(pid), values))
         return rows
     finally:
