@@ -6,10 +6,20 @@ tests about hashing ask for the production hashers with the ``production_hashers
 """
 
 import os
+from pathlib import Path
 
 from django.conf import global_settings
 
-from hiveproject.settings import *  # noqa: F403
+# Under pytest-xdist each worker process keeps its own data directory (secret key, SSH key,
+# workers' state, SQLite files), as two separate test runs do. Processes a test starts inherit
+# the mark and keep the directory the test gives them.
+_worker = os.environ.get("PYTEST_XDIST_WORKER")
+if _worker and os.environ.get("HIVE_DATA_DIR") and not os.environ.get("HIVE_WORKER_DATA_DIR"):
+    _worker_dir = Path(os.environ["HIVE_DATA_DIR"], _worker)
+    _worker_dir.mkdir(exist_ok=True)
+    os.environ["HIVE_DATA_DIR"] = os.environ["HIVE_WORKER_DATA_DIR"] = str(_worker_dir)
+
+from hiveproject.settings import *  # noqa: E402, F403
 
 PRODUCTION_PASSWORD_HASHERS = global_settings.PASSWORD_HASHERS
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

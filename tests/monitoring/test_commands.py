@@ -258,11 +258,13 @@ def test_serve_runs_web_and_workers_and_stops_both(tmp_path):
     assert "Stopped." in out
 
 
-def _wait_for_http(url, seconds=30):
+def _wait_for_http(url, seconds=60):
+    # A request may take seconds on a loaded machine (the first one loads the URLconf): one
+    # given up after 2 s was aborted and asked again, and again, until the deadline.
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
-            return urllib.request.urlopen(url, timeout=2).status
+            return urllib.request.urlopen(url, timeout=15).status
         except OSError:
             time.sleep(0.3)
     return None
