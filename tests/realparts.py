@@ -169,3 +169,15 @@ def unix_account(sshd: Sshd, name: str, *useradd_options: str):
 def remove_unix_account(name: str) -> None:
     subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True, check=False)
     subprocess.run(["userdel", "-r", name], capture_output=True, check=False)
+
+
+def close_all_connections():
+    """Close every database connection of this process, and the pools that would keep them
+    open: a process forked after this (a test's daphne) opens its own instead of talking
+    through the parent's sockets at the same time as the parent."""
+    from django.db import connections
+
+    for connection in connections.all(initialized_only=True):
+        connection.close()
+        if hasattr(connection, "close_pool"):  # PostgreSQL with a pool (production profile)
+            connection.close_pool()

@@ -24,7 +24,7 @@ from accesscontrol.services import ensure_default_group
 from apitokens.services import issue_token
 from monitoring.models import Device, Host
 from reservations.services import create_reservation
-from tests.realparts import require
+from tests.realparts import close_all_connections, require
 
 from .conftest import tomorrow
 from .test_fuzz import CHECKS
@@ -43,8 +43,9 @@ def daphne(django_db_setup, django_db_blocker):
     database = connections["default"]
     in_memory = database.vendor == "sqlite" and database.is_in_memory_db()
     require(not in_memory, "a separate server process cannot share an in-memory database")
-    for connection in connections.all(initialized_only=True):
-        connection.close()
+    # Closing connections leaves PostgreSQL's pool open, and the fork would inherit it: the
+    # server then used the test's sockets (a 500: "server closed the connection").
+    close_all_connections()
 
     def setup():
         from rest_framework.throttling import ScopedRateThrottle

@@ -105,6 +105,7 @@ from django.db import connections  # noqa: E402
 
 # The real sshd and fake GPUs of the monitoring tests, for browser tests of live data.
 from tests.monitoring.conftest import fake_gpu_root, gpus, sshd  # noqa: E402, F401
+from tests.realparts import close_all_connections  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -127,10 +128,3 @@ def asgi_live_server(django_db_setup, django_db_blocker):
     server.terminate()
     server.join(timeout=10)
 
-
-def close_all_connections():
-    """Close every connection of this process, and the pools that would keep them open."""
-    for connection in connections.all(initialized_only=True):
-        connection.close()
-        if hasattr(connection, "close_pool"):  # PostgreSQL with a pool (production profile)
-            connection.close_pool()
