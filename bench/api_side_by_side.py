@@ -116,11 +116,11 @@ def wait_until_up(port: int, process: subprocess.Popen, log: Path, limit: float)
     raise RuntimeError(f"nothing listens on {port} after {limit:.0f} s:\n{log.read_text()[-3000:]}")
 
 
-def start(command: list[str], env: dict, log: Path) -> subprocess.Popen:
+def start(command: list[str], env: dict, log: Path, cwd: Path = ROOT) -> subprocess.Popen:
     return subprocess.Popen(
         command,
         env=env,
-        cwd=ROOT,
+        cwd=cwd,
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group, ended as one at the end
@@ -166,14 +166,16 @@ class Service:
 
 
 class Ours(Service):
-    def __init__(self, name: str, env: dict, work: Path):
-        self.name, self.env, self.work = name, env, work
+    """Ours from the checkout at root (this one, or --baseline's)."""
+
+    def __init__(self, name: str, env: dict, work: Path, root: Path = ROOT):
+        self.name, self.env, self.work, self.root = name, env, work, root
 
     def launch(self, first: datetime) -> subprocess.Popen:
         made = subprocess.run(
             [sys.executable, __file__, "--populate-ours", first.isoformat()],
             env=self.env,
-            cwd=ROOT,
+            cwd=self.root,
             capture_output=True,
             text=True,
             check=False,
@@ -186,7 +188,7 @@ class Ours(Service):
         self.env["PUBLIC_URL"] = f"http://127.0.0.1:{self.port}"
         daphne = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port)]
         log = self.work / f"{self.name}.log"
-        process = start([*daphne, "hiveproject.asgi:application"], self.env, log)
+        process = start([*daphne, "hiveproject.asgi:application"], self.env, log, self.root)
         wait_until_up(self.port, process, log, 120)
         return process
 
@@ -295,7 +297,7 @@ def populate_ours(first: datetime) -> None:
     """In a child process with the service's environment: migrate, fill, issue a token;
     prints the GPU ids (dataset order) and the token as one line of JSON."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hiveproject.settings")
-    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, os.getcwd())  # the checkout being measured
     import django
 
     django.setup()
@@ -502,6 +504,12 @@ def main() -> None:
     parser.add_argument("--list-runs", type=int, default=3)
     parser.add_argument("--creates", type=int, default=10)
     parser.add_argument("--postgres", help="also ours on this PostgreSQL database (made anew)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="also ours (SQLite) from this other checkout, e.g. `git archive main` unpacked: "
+        "before and after a change, under the same load",
+    )
     parser.add_argument("--tensorhive-venv", type=Path, default=Path("/tmp/tensorhive-venv"))  # noqa: S108
     parser.add_argument("--populate-ours", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -514,6 +522,9 @@ def main() -> None:
     services: list = [Ours("ours SQLite", our_environment(work / "sqlite", None), work)]
     if args.postgres:
         services.append(Ours("ours PostgreSQL", our_environment(work / "pg", args.postgres), work))
+    if args.baseline:
+        env = our_environment(work / "baseline", None)
+        services.append(Ours("baseline SQLite", env, work, args.baseline.resolve()))
     services.append(TensorHive(args.tensorhive_venv, work))
     # The week: this week's Monday 00:30 UTC to the next one. Bookings start and end on the
     # hour, so none touches an edge (TensorHive counts touching bookings, we do not).
