@@ -417,19 +417,34 @@ def burst(service: Service, work_per_client: int, action) -> float:
     return CLIENTS * work_per_client / elapsed
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (/proc: Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def one_client(service: Service, what: str, actions, got: dict) -> None:
+    """Each action in turn from one client: its milliseconds, and the server's CPU
+    milliseconds per action (what the service spends, whatever else loads the machine)."""
+    before = cpu_seconds(service.pid)
+    got[what] = [timed(action) for action in actions]
+    got[what + " cpu"] = 1000 * (cpu_seconds(service.pid) - before) / len(actions)
+
+
 def measure(service: Service, args, week: str, slots) -> dict[str, list[float] | float]:
     client = service.client()
     got = {}
-    got["week"] = [timed(lambda: service.read(client, week)) for _ in range(args.week_runs)]
+    one_client(service, "week", [lambda: service.read(client, week)] * args.week_runs, got)
     got["week/s"] = burst(service, args.burst, lambda c: service.read(c, week))
     for what, path in service.list_paths().items():
 
         def read(c, path=path):
             return service.read(c, path)
 
-        got[what] = [timed(lambda: read(client)) for _ in range(args.list_runs)]
+        one_client(service, what, [lambda: read(client)] * args.list_runs, got)
         got[what + "/s"] = burst(service, LISTS_PER_CLIENT, read)
-    got["create"] = [timed(lambda s=s: service.create(client, s)) for s in slots]
+    creates = [lambda s=s: service.create(client, s) for s in slots]
+    one_client(service, "create", creates, got)
     return got
 
 
@@ -465,14 +480,19 @@ ROWS = [
     ("whole list in pages of 1,000, 1 client: p50 / p95 ms", "list1000", "list", "latency"),
     ("whole list in pages of 1,000, 8 clients: lists/s", "list1000/s", "list/s", "rate"),
     ("create, 1 client: p50 / p95 ms", "create", "create", "latency"),
+    ("server CPU ms per week request", "week cpu", "week cpu", "cpu"),
+    ("server CPU ms per whole list", "list cpu", "list cpu", "cpu"),
+    ("server CPU ms per whole list in pages of 1,000", "list1000 cpu", "list cpu", "cpu"),
+    ("server CPU ms per create", "create cpu", "create cpu", "cpu"),
 ]
 
 
 def summary(rounds: list[dict], key: str, kind: str) -> tuple[float, str]:
-    """p50 (and p95) over all rounds' samples, or the median of the rounds' rates."""
-    if kind == "rate":
+    """p50 (and p95) over all rounds' samples, or the median of the rounds' rates or CPU
+    times."""
+    if kind in ("rate", "cpu"):
         rate = statistics.median(r[key] for r in rounds)
-        return rate, f"{rate:.2f}" if rate < 10 else f"{rate:.1f}"
+        return rate, f"{rate:.2f}" if rate < 10 else f"{rate:,.1f}"
     values = [v for r in rounds for v in r[key]]
     p50 = percentile(values, 0.5)
     return p50, f"{p50:,.0f} / {percentile(values, 0.95):,.0f}"
@@ -490,9 +510,7 @@ def report(services: list[Service], results: dict, loads: list[str]) -> None:
         cells = [cell for _, cell in figures]
         if key != their_key:
             their_cell = "(as above)"
-        ratios = [
-            f"{(base / mine if kind == 'latency' else mine / base):.2f}×" for mine, _ in figures
-        ]
+        ratios = [f"{(mine / base if kind == 'rate' else base / mine):.2f}×" for mine, _ in figures]
         print("| " + " | ".join([label, *cells, their_cell, *ratios]) + " |")
 
 
@@ -531,7 +549,9 @@ def main() -> None:
     monday = now.replace(hour=0, minute=30, second=0, microsecond=0) - timedelta(now.weekday())
     with ExitStack() as running:
         for service in services:
-            running.callback(stop, service.launch(first))
+            process = service.launch(first)
+            running.callback(stop, process)
+            service.pid = process.pid  # daphne, or TensorHive's server (setup.sh execs it)
         week = {s.name: s.week_path(monday, monday + timedelta(days=7)) for s in services}
         in_week, in_list = check_same_data(services, week)
         print(
