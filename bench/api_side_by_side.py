@@ -12,8 +12,9 @@ one-GPU bookings) and run as their production processes on loopback:
 Each round measures every service in turn (the order rotates each round), one client
 connection per thread (HTTP/1.1 keep-alive, no compression asked for):
 
-- week: the bookings of 8 GPUs over one week (ours ?device=&start=&end=, TensorHive's
-  ?resources_ids=&start=&end=), --week-runs requests from one client (p50, p95), then
+- week: the bookings of 8 GPUs over one week (ours ?device=&start=&end=&page_size=1000, one
+  answer as TensorHive's ?resources_ids=&start=&end= is), --week-runs requests from one
+  client (p50, p95), then
   8 threads sending --burst requests each (requests/s over the whole burst);
 - list: every booking. TensorHive answers all 5,000 in one response; ours is paged (issue
   20), so "list" is reading every page by following the Link header's rel="next", at the
@@ -23,13 +24,18 @@ connection per thread (HTTP/1.1 keep-alive, no compression asked for):
 - create: --creates one-GPU bookings from one client, one after another (p50, p95), each in
   a free future hour (the same hours on both sides).
 
+Beside each one-client series, the server process's CPU time (user + system, /proc) per
+request: what the service spends, which a loaded machine changes far less than wall times.
+
 The answers are checked first: the week and the whole list hold the same booking titles on
-every service. Prints each round's load average (`uptime`'s first figure) and the table of
-medians over rounds, with ours/TensorHive ratios (speed-ups: > 1 means ours is faster).
+every service. Prints each round's load average (`uptime`'s first figure) and the table:
+p50/p95 over all rounds' samples, rates and CPU times the median of the rounds', with
+ours/TensorHive ratios (speed-ups: > 1 means ours is faster). --baseline runs another
+checkout of ours in the same rounds (before/after a change under the same load).
 
 Run: .venv/bin/python bench/api_side_by_side.py [--rounds 3]
         [--postgres postgres://root@127.0.0.1:5432/hive_side_by_side]
-        [--tensorhive-venv /tmp/tensorhive-venv]
+        [--tensorhive-venv /tmp/tensorhive-venv] [--baseline DIR]
 """
 
 import argparse

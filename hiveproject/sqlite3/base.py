@@ -15,8 +15,8 @@ SQLite lets one writer at a time; the others poll on ``busy_timeout``, which is 
 
 Connections are kept open for the next request (a small pool per process and database):
 under ASGI every request runs in a thread of its own, so each opened a connection, and a new
-connection reads the whole schema (200-odd tables and indexes) before its first query: about
-3 ms, a third of a small API request. See ``_Pool``.
+connection reads the whole schema (200-odd tables and indexes) before its first query: 2 to
+4 ms, a good part of a small API request. See ``_Pool``.
 
 Select it with ``ENGINE = "hiveproject.sqlite3"`` (the embedded profile does).
 """
