@@ -13,9 +13,16 @@ SQLite lets one writer at a time; the others poll on ``busy_timeout``, which is 
   the API and the pages answer with 503 and ``Retry-After`` (hiveproject.api_errors) instead
   of a 500.
 
+Connections are kept open for the next request (a small pool per process and database):
+under ASGI every request runs in a thread of its own, so each opened a connection, and a new
+connection reads the whole schema (200-odd tables and indexes) before its first query: 2 to
+4 ms, a good part of a small API request. See ``_Pool``.
+
 Select it with ``ENGINE = "hiveproject.sqlite3"`` (the embedded profile does).
 """
 
+import os
+import sqlite3
 import threading
 import time
 
@@ -40,8 +47,88 @@ def _take_writer(deadline: float) -> None:
         raise DatabaseBusy("database is locked: other writers held it too long")
 
 
+class _Pool:
+    """Idle connections of this process, by their connection parameters (file, timeout...).
+
+    A connection comes back only outside any transaction. One is never handed out after a
+    fork (SQLite forbids using a connection in a child: the pool starts empty there) nor
+    after its database file was replaced (tests delete and recreate theirs): it must still
+    be the same file, by device and inode.
+    """
+
+    IDLE = 8  # connections kept per database and parameters; more are closed
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._idle: dict[tuple, list] = {}
+        self._pid = os.getpid()
+
+    def take(self, key: tuple, path: str):
+        while (entry := self._pop(key)) is not None:
+            connection, identity = entry
+            if identity is not None and identity == _file_identity(path):
+                return connection
+            connection.close()
+        return None
+
+    def give(self, key: tuple, path: str, connection) -> None:
+        try:
+            if connection.in_transaction:
+                connection.rollback()  # nothing uncommitted travels to the next user
+        except sqlite3.Error:
+            connection.close()
+            return
+        with self._lock:
+            self._forget_if_forked()
+            idle = self._idle.setdefault(key, [])
+            if len(idle) < self.IDLE:
+                idle.append((connection, _file_identity(path)))
+                return
+        connection.close()
+
+    def _pop(self, key: tuple):
+        with self._lock:
+            self._forget_if_forked()
+            idle = self._idle.get(key)
+            return idle.pop() if idle else None
+
+    def _forget_if_forked(self) -> None:
+        if self._pid != os.getpid():  # a child's copies belong to its parent: never used
+            self._idle, self._pid = {}, os.getpid()
+
+
+def _file_identity(path: str) -> tuple | None:
+    try:
+        stat = os.stat(path)
+    except (OSError, ValueError):
+        return None  # gone, or not a file (in-memory): never pooled
+    return stat.st_dev, stat.st_ino
+
+
+_pool = _Pool()
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
     holds_writer = False
+
+    def get_new_connection(self, conn_params):
+        key = self._pool_key(conn_params)
+        connection = _pool.take(key, conn_params["database"])
+        if connection is None:
+            return super().get_new_connection(conn_params)
+        # What Django sets on a new connection, again: a user may have changed it (the
+        # schema editor turns foreign keys off while it works).
+        connection.execute("PRAGMA foreign_keys = ON")
+        connection.execute("PRAGMA legacy_alter_table = OFF")
+        for command in self.init_commands:
+            if command := command.strip():
+                connection.execute(command)
+        return connection
+
+    def _pool_key(self, conn_params) -> tuple:
+        return tuple(sorted((k, repr(v)) for k, v in conn_params.items())) + tuple(
+            self.init_commands
+        )
 
     def create_cursor(self, name=None):
         return self.connection.cursor(factory=CursorWrapper)
@@ -81,9 +168,16 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     def _close(self):
         try:
+            if self.connection is not None and self._poolable():
+                params = self.get_connection_params()
+                with self.wrap_database_errors:
+                    return _pool.give(self._pool_key(params), params["database"], self.connection)
             return super()._close()
         finally:
             self._release_writer()
+
+    def _poolable(self) -> bool:
+        return not self.in_atomic_block and not self.is_in_memory_db()
 
     def _release_writer(self) -> None:
         if self.holds_writer:

@@ -53,7 +53,10 @@ def test_the_api_filters_by_device_host_user_status_and_time(client, bookings, o
     client.force_login(owner)
     assert listed(client, f"device={gpus[3].pk}") == ["theirs"]
     assert listed(client, f"device={gpus[0].pk},{gpus[3].pk}") == ["Train; big, model", "theirs"]
+    # A booking holding several of the named GPUs (or of the host's) comes once, and counts once.
+    assert listed(client, f"device={gpus[0].pk},{gpus[1].pk}") == ["Train; big, model"]
     assert listed(client, "host=node-1") == ["Train; big, model", "gone", "theirs"]
+    assert client.get("/api/reservations/?host=node-1")["X-Total-Count"] == "3"
     assert listed(client, f"host={gpus[0].host_id}&user=other") == ["theirs"]
     assert listed(client, "host=nowhere") == []
     assert listed(client, "status=cancelled") == ["gone"]
