@@ -58,7 +58,8 @@ from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django_q.tasks import async_task  # noqa: E402
 
-from accesscontrol.services import ensure_default_group  # noqa: E402
+from accesscontrol.models import RunAsAllowance  # noqa: E402
+from accesscontrol.services import ensure_default_group, profile_for  # noqa: E402
 from jobs.models import Task  # noqa: E402
 from monitoring.inventory import probe_and_record  # noqa: E402
 from monitoring.models import Activity, Host  # noqa: E402
@@ -77,9 +78,17 @@ def set_up_lab() -> None:
         "".join(f"{i}, GPU-local-{i}, 15360, 0, 0, 0, 30, 20.0, Tesla T4\n" for i in range(GPUS))
     )
     (gpus / "query-compute-apps.csv").write_text("")
-    get_user_model().objects.create_user(getpass.getuser(), "bench@example.org", "pw-bench-1")
+    user = get_user_model().objects.create_user(
+        getpass.getuser(), "bench@example.org", "pw-bench-1"
+    )
+    profile = profile_for(user)
+    profile.unix_username = user.username  # its tasks run as the account running the bench
+    profile.save()
     ensure_default_group()
     host = Host.objects.create(name="localhost", address="127.0.0.1", transport="local")
+    # Tasks run locally as the account running the bench: the service's own (and root when
+    # run as root), which the run-as rule refuses unless an admin allows it.
+    RunAsAllowance.objects.create(unix_username=getpass.getuser(), reason="benchmark")
     probe_and_record(host)
 
 
