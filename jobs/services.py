@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Case, Value, When
+from django.db.models import Case, Value, When, prefetch_related_objects
 from django.utils import timezone
 
 from accesscontrol.accounts import spawn_min_uid
@@ -204,7 +204,7 @@ def check_can_start(task: Task, now: datetime, processes=None) -> None:
     """The start rule (queueing.availability) allows the owner on every GPU of the task,
     over its run (until its scheduled stop, else the reservation horizon); every reason
     is said. ``processes``: what nvidia-smi showed just now, per host id, if asked."""
-    devices = list(task.devices.select_related("host"))
+    devices = list(task.devices.all())  # the rule reads them again, with their hosts
     reasons = may_start(
         task.job.owner, devices, now, task.scheduled_stop, job=task.job, processes=processes
     )
@@ -238,7 +238,7 @@ def spawn_task(task: Task, user, processes=None) -> Task:
     ``processes``: as for check_can_start.
     """
     claim_start(task, user, processes)
-    return launch_claimed(task)
+    return launch_claimed(task, reread=False)
 
 
 def claim_start(task: Task, user, processes=None) -> None:
@@ -250,6 +250,7 @@ def claim_start(task: Task, user, processes=None) -> None:
             f"Task {task.pk} is {task.get_status_display().lower()}, not pending."
         )
     now = timezone.now()
+    prefetch_related_objects([task], "devices")  # read once for the checks, argv and audit
     check_can_start(task, now, processes)
     username = unix_name(task)
     argv = planned_argv(task)
@@ -263,6 +264,8 @@ def claim_start(task: Task, user, processes=None) -> None:
     )
     if not claimed:
         raise ValidationError(f"Task {task.pk} was started by someone else just now.")
+    task.status, task.unix_username, task.argv = Task.Status.STARTING, username, argv
+    task.error, task.screen_session, task.started_at = "", task.session_name, now
     record(
         "job.run_as",
         actor=user,
@@ -275,9 +278,11 @@ def claim_start(task: Task, user, processes=None) -> None:
     )
 
 
-def launch_claimed(task: Task) -> Task:
-    """Start the screen session of a task claimed by ``claim_start``, as the argv it stored."""
-    task.refresh_from_db()
+def launch_claimed(task: Task, reread: bool = True) -> Task:
+    """Start the screen session of a task claimed by ``claim_start``, as the argv it stored
+    (read again unless ``reread`` is False: the caller claimed it just now, in this process)."""
+    if reread:
+        task.refresh_from_db()
     try:
         # The UID floor is checked on the host itself (accesscontrol.accounts).
         min_uid = spawn_min_uid(task.unix_username, task.host)
@@ -285,13 +290,16 @@ def launch_claimed(task: Task) -> Task:
     except remote.RemoteError as exc:
         _finish(task, Task.Status.FAILED, error=str(exc))
         raise ValidationError(f"Task {task.pk} could not start: {exc}") from None
-    Task.objects.filter(pk=task.pk, status=Task.Status.STARTING).update(
+    running = Task.objects.filter(pk=task.pk, status=Task.Status.STARTING).update(
         status=Task.Status.RUNNING,
         pid=spawned.pid,
         log_path=spawned.log_path,
         started_at=task.started_at,
     )
-    task.refresh_from_db()
+    if running:
+        task.status, task.pid, task.log_path = Task.Status.RUNNING, spawned.pid, spawned.log_path
+    else:  # changed meanwhile (a stop, a recovery): as the database has it
+        task.refresh_from_db()
     return task
 
 

@@ -206,6 +206,8 @@ class Cluster:
         """A probe taken before the last task on a GPU ended may show that task's processes,
         or miss a failure it left: not trusted until the next one (processes seen just now
         are). A host never probed has no snapshot to misread."""
+        if all(gpu.host.pk in seen_now for gpu in self.gpus.values()):
+            return  # every host was asked just now: no probe is read
         ends = self._last_task_ends()
         for gpu in self.gpus.values():
             end, probed = ends.get(gpu.device.pk), gpu.host.last_probe_at
@@ -238,9 +240,10 @@ class Cluster:
         return {pk: (r[0].text if r else "") for pk, r in self.user_reasons(owner).items()}
 
     def _reasons_of(self, user) -> dict[int, list[Reason]]:
-        ban = active_ban(user, self.now)
         devices = [g.device for g in self.gpus.values()]
-        covered = {} if ban else coverage_map(user, self.now, self.now + ONE_MINUTE, devices)
+        # No coverage at all when banned now; only then is the ban read for its sentence.
+        covered = coverage_map(user, self.now, self.now + ONE_MINUTE, devices)
+        ban = active_ban(user, self.now) if not all(covered.values()) else None
         accounts_problems = self._accounts(user)
         reasons = {}
         for pk, gpu in self.gpus.items():
