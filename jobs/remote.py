@@ -45,10 +45,15 @@ WINDOW = (
 
 # Start the window detached, wait (up to about 5 s, in 1 ms steps: the pid comes within a
 # few, and short commands queued by gpurun pay this wait on every start) for its pid, print
-# "PID LOGPATH".
+# "PID LOGPATH". A second session of the same name is refused; screen is asked only when an
+# earlier window of that name may still run (its pid file names a live process): asking it
+# costs more than the rest of the start (it probes every session of the account), and a
+# name is started again only when an interrupted start is retried.
 SPAWN = _RESOLVE_DIR + (
     'name=$2 cmd=$3; shift 3; [ -d "$dir" ] || mkdir -p "$dir" || exit 3; '
-    'if screen -ls 2>/dev/null | grep -q "[.]$name[[:space:]]"; then '
+    'old=; read -r old 2>/dev/null < "$dir/$name.pid"; '
+    'if [ -n "$old" ] && kill -0 "$old" 2>/dev/null && '
+    'screen -ls 2>/dev/null | grep -q "[.]$name[[:space:]]"; then '
     'echo "a screen session named $name is already running" >&2; exit 4; fi; '
     'rm -f "$dir/$name.exit" "$dir/$name.pid" "$dir/$name.done"; '
     ': > "$dir/$name.log" || exit 3; mkfifo "$dir/$name.done" 2>/dev/null; '

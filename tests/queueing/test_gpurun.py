@@ -1,6 +1,7 @@
 """gpurun and hypersearch: commands from a stream run on free GPUs of a host behind the real
 sshd, in real screen sessions, recorded as one job; GPUs reserved or busy are skipped."""
 
+import getpass
 import io
 import os
 import re
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from jobs import remote
 from jobs.models import Job, Task
 
 from .conftest import reserve, soon, wait_for
@@ -105,6 +107,23 @@ def test_lines_arriving_slowly_start_as_they_come(runner, real_nodes):
     feed.close()
     thread.join(60)
     assert result["out"][1] == 0 and Task.objects.count() == 2
+
+
+def test_a_screen_session_is_never_started_twice_under_one_name(runner, real_nodes, settings):
+    """Each start looks for an earlier window of its name (as a retried start would meet):
+    refused while that one runs, started once it has ended."""
+    node2, _ = real_nodes
+    name, user = f"{settings.JOBS_SESSION_PREFIX}-twice", getpass.getuser()
+    argv = remote.spawn_argv(name, "sleep 60", {})
+    first = remote.spawn(node2, user, argv, min_uid=0)
+    with pytest.raises(remote.RemoteError, match=f"a screen session named {name} is already"):
+        remote.spawn(node2, user, argv, min_uid=0)
+    remote.send_signal(node2, user, "KILL", [first.pid])
+    assert wait_for(lambda: not remote.session_states(node2, user, [name])[name].alive)
+    again = remote.spawn(node2, user, argv, min_uid=0)
+    assert again.pid and again.pid != first.pid
+    assert remote.session_states(node2, user, [name])[name].alive
+    remote.send_signal(node2, user, "KILL", [again.pid])
 
 
 def test_bad_arguments_are_refused_clearly(runner, real_nodes):
