@@ -20,7 +20,7 @@ from accesscontrol.permissions import can
 from audit.log import record
 from monitoring import lease
 from monitoring.models import Device, Host
-from queueing.availability import may_start  # the queue belongs to the jobs layer
+from queueing.availability import start_rule  # the queue belongs to the jobs layer
 from reservations.models import Reservation
 
 from . import accounts, remote, templating
@@ -200,18 +200,21 @@ def check_may_run(user, task: Task) -> None:
         raise PermissionDenied("Only the job's owner can start its tasks: they run as the owner.")
 
 
-def check_can_start(task: Task, now: datetime, processes=None) -> None:
+def check_can_start(task: Task, now: datetime, processes=None) -> str | None:
     """The start rule (queueing.availability) allows the owner on every GPU of the task,
     over its run (until its scheduled stop, else the reservation horizon); every reason
-    is said. ``processes``: what nvidia-smi showed just now, per host id, if asked."""
+    is said. ``processes``: what nvidia-smi showed just now, per host id, if asked.
+    Returns the UNIX account the rule found for the owner on the task's host (None for a
+    task without GPUs: the rule did not look)."""
     devices = list(task.devices.all())  # the rule reads them again, with their hosts
-    reasons = may_start(
+    reasons, rule = start_rule(
         task.job.owner, devices, now, task.scheduled_stop, job=task.job, processes=processes
     )
     if reasons:
         raise ValidationError([r.text for r in reasons], code=reasons[0].code)
     if task.reservation is not None:
         check_reservation(task.job.owner, task.reservation, devices)
+    return rule.account(task.job.owner, task.host)
 
 
 def unix_name(task: Task) -> str:
@@ -251,8 +254,7 @@ def claim_start(task: Task, user, processes=None) -> None:
         )
     now = timezone.now()
     prefetch_related_objects([task], "devices")  # read once for the checks, argv and audit
-    check_can_start(task, now, processes)
-    username = unix_name(task)
+    username = check_can_start(task, now, processes) or unix_name(task)
     argv = planned_argv(task)
     claimed = Task.objects.filter(pk=task.pk, status=Task.Status.PENDING).update(
         status=Task.Status.STARTING,
