@@ -137,6 +137,11 @@ class Runner:
     # --- one GPU ---------------------------------------------------------------------------
 
     def work(self, device: Device, lines: Lines) -> None:
+        # On this machine one shell per account and GPU runs the starts and waits.
+        with job_services.remote.launchers(self.host):
+            self.run_lines(device, lines)
+
+    def run_lines(self, device: Device, lines: Lines) -> None:
         try:
             said = ""
             seen = None  # the GPU processes nvidia-smi showed right after our last task ended
