@@ -97,7 +97,8 @@ WAIT_EXIT = _RESOLVE_DIR + (
     'if [ -f "$exitf" ]; then :; elif [ -p "$donef" ]; then exec 3<>"$donef"; '
     '[ -f "$exitf" ] || timeout "$secs" sh -c "read line" <&3; exec 3<&-; '
     'else i=0; while [ ! -f "$exitf" ] && [ $i -lt "$steps" ]; do sleep 0.05; i=$((i+1)); '
-    'done; fi; [ -f "$exitf" ] || exit 0; cat "$exitf"; shift 4; [ $# -gt 0 ] || exit 0; '
+    'done; fi; [ -f "$exitf" ] || exit 0; IFS= read -r ended < "$exitf"; '
+    'printf "%s\\n" "$ended"; shift 4; [ $# -gt 0 ] || exit 0; '
     'echo "--then--"; "$@"; echo "--then-status $?"'
 )
 THEN_STATUS = re.compile(r"\n?--then-status (\d+)\n?$")

@@ -2,11 +2,13 @@
 the service: each command becomes a task of one job (visible on the web), run in GNU screen
 on the host as the user, with CUDA_VISIBLE_DEVICES set to its GPU.
 
-One worker thread per GPU takes the next line, checks the GPU again, starts the task, waits
-for its end and takes the next line, so a GPU is reused as soon as it frees. The check, just
-before each start, is the start rule (queueing.availability) given what nvidia-smi on the
-host shows now (our own task there has ended by then, so any process is someone else's).
-A GPU failing the check is skipped, and said so, until it passes.
+One worker thread per GPU takes the next line, starts the task, waits for its end and takes
+the next line, so a GPU is reused as soon as it frees. Each start checks the start rule
+(queueing.availability) once, given what nvidia-smi on the host showed right after our last
+task there ended (so any process is someone else's), in the same transaction that records
+the task and claims it: a refused start leaves nothing behind. A GPU refused is skipped, and
+said so, until it passes. On the service's own machine each worker keeps one shell open as
+the user (jobs.remote.launchers), which runs its starts and waits.
 """
 
 import threading
