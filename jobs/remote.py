@@ -305,7 +305,10 @@ def _launcher(host: Host, username: str) -> Launcher | None:
         return None
     launcher = _thread.launchers.get(username)
     if launcher is None or launcher.proc.poll() is not None:
-        launcher = _thread.launchers[username] = Launcher(host, username)
+        try:
+            launcher = _thread.launchers[username] = Launcher(host, username)
+        except OSError:  # it could not start: calls go the usual way, which says why
+            return None
     return launcher
 
 

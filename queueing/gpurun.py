@@ -253,7 +253,7 @@ class Runner:
                     else:
                         task = job_services.add_task(self.job, spec)
                     job_services.claim_start(task, self.owner, processes)
-            except ValidationError:
+            except BaseException:  # rolled back: a job made here is gone too
                 self.job = job
                 raise
             return task
