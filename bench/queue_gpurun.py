@@ -17,6 +17,8 @@ Run: .venv/bin/python bench/queue_gpurun.py [commands] [--hog] [--rounds N] [--n
   --hog: a fixed background load during part 1, the same for both tools: one busy-looping
          process per core (nice 0), started before and stopped after each round.
   --rounds N: N interleaved rounds of the two tools (default 1), each reported.
+  --gpurun-from DIR: also run DIR's gpurun (another checkout, e.g. `git archive main`
+         unpacked, with .venv linked) in each round, beside this one's: what a change gave.
 Each tool's CPU time (user+sys) comes from wait4() on its process, its children included
 (gpurun's screen sessions and shells, simple_gpu_scheduler's shells); its peak RSS (the
 largest single process) from GNU time (/usr/bin/time).
@@ -34,6 +36,7 @@ import sys
 import tempfile
 import time
 from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,7 +61,8 @@ from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django_q.tasks import async_task  # noqa: E402
 
-from accesscontrol.services import ensure_default_group  # noqa: E402
+from accesscontrol.models import RunAsAllowance  # noqa: E402
+from accesscontrol.services import ensure_default_group, profile_for  # noqa: E402
 from jobs.models import Task  # noqa: E402
 from monitoring.inventory import probe_and_record  # noqa: E402
 from monitoring.models import Activity, Host  # noqa: E402
@@ -77,13 +81,23 @@ def set_up_lab() -> None:
         "".join(f"{i}, GPU-local-{i}, 15360, 0, 0, 0, 30, 20.0, Tesla T4\n" for i in range(GPUS))
     )
     (gpus / "query-compute-apps.csv").write_text("")
-    get_user_model().objects.create_user(getpass.getuser(), "bench@example.org", "pw-bench-1")
+    user = get_user_model().objects.create_user(
+        getpass.getuser(), "bench@example.org", "pw-bench-1"
+    )
+    profile = profile_for(user)
+    profile.unix_username = user.username  # its tasks run as the account running the bench
+    profile.save()
     ensure_default_group()
     host = Host.objects.create(name="localhost", address="127.0.0.1", transport="local")
+    # Tasks run locally as the account running the bench: the service's own (and root when
+    # run as root), which the run-as rule refuses unless an admin allows it.
+    RunAsAllowance.objects.create(unix_username=getpass.getuser(), reason="benchmark")
     probe_and_record(host)
 
 
-def timed_lines(argv: list[str], stdin: str) -> tuple[float, list[tuple[float, str]], dict]:
+def timed_lines(
+    argv: list[str], stdin: str, cwd: Path = ROOT
+) -> tuple[float, list[tuple[float, str]], dict]:
     """Run a command, feeding stdin; (wall seconds, [(time seen, line)] of its stdout,
     {"cpu": user+sys seconds, "rss_mb": peak RSS} from wait4)."""
     # GNU time reports the peak RSS: the tool forks from it, not from this (large) process,
@@ -92,7 +106,7 @@ def timed_lines(argv: list[str], stdin: str) -> tuple[float, list[tuple[float, s
     started = time.monotonic()
     proc = subprocess.Popen(
         ["/usr/bin/time", "-f", "%M", "-o", str(peak_file), *argv],
-        cwd=ROOT,
+        cwd=cwd,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -109,10 +123,13 @@ def timed_lines(argv: list[str], stdin: str) -> tuple[float, list[tuple[float, s
     return time.monotonic() - started, lines, cost
 
 
-def gpurun(count: int) -> dict:
+def gpurun(count: int, tree: Path = ROOT) -> dict:
+    """``tree``: the checkout whose gpurun runs (another one's, to compare two versions)."""
     wall, lines, cost = timed_lines(
-        [sys.executable, "manage.py", "gpurun", "--gpus", "0,1,2,3", "--user", getpass.getuser()],
+        [sys.executable, str(tree / "manage.py"), "gpurun", "--gpus", "0,1,2,3"]
+        + ["--user", getpass.getuser()],
         "sleep 0.2\n" * count,
+        cwd=tree,
     )
     starts = [t for t, line in lines if line.startswith("started")]
     ends = [t for t, line in lines if line.startswith("finished")]
@@ -146,9 +163,10 @@ def report_runs(count: int, results: dict[str, dict]) -> None:
             f"{name:22}{r['makespan']:11.2f}{r['makespan'] / ideal - 1:10.0%}"
             f"{r['wall']:8.2f}{r['wall'] / ideal - 1:10.0%}{r['cpu']:7.2f}{r['rss_mb']:9.0f}"
         )
-    first, second = results.values()
-    ratio = first["makespan"] / second["makespan"]
-    print(f"makespan ratio gpurun / simple_gpu_scheduler: {ratio:.2f}")
+    base = results["simple_gpu_scheduler"]["makespan"]
+    for name, r in results.items():
+        if name != "simple_gpu_scheduler":
+            print(f"makespan ratio {name} / simple_gpu_scheduler: {r['makespan'] / base:.2f}")
 
 
 class Hog:
@@ -227,11 +245,14 @@ def latencies() -> list[float]:
     return gaps
 
 
-def main(count: int, hog: bool, rounds: int, queue: bool) -> None:
+def main(count: int, hog: bool, rounds: int, queue: bool, others: list[Path]) -> None:
     set_up_lab()
+    tools = [("gpurun", gpurun)]
+    tools += [(f"gpurun@{tree.name}", partial(gpurun, tree=tree)) for tree in others]
+    tools += [("simple_gpu_scheduler", simple_gpu_scheduler)]
     for round_ in range(rounds):
         results = {}
-        for name, tool in (("gpurun", gpurun), ("simple_gpu_scheduler", simple_gpu_scheduler)):
+        for name, tool in tools:
             with Hog() if hog else nullcontext():
                 load = os.getloadavg()[0]
                 results[name] = tool(count)
@@ -253,5 +274,13 @@ if __name__ == "__main__":
     parser.add_argument("--hog", action="store_true")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--no-queue", dest="queue", action="store_false")
+    parser.add_argument(
+        "--gpurun-from",
+        dest="others",
+        type=Path,
+        action="append",
+        default=[],
+        help="also run the gpurun of this checkout (e.g. an export of main), interleaved",
+    )
     args = parser.parse_args()
-    main(args.commands, args.hog, args.rounds, args.queue)
+    main(args.commands, args.hog, args.rounds, args.queue, args.others)

@@ -11,8 +11,15 @@ the task's process group), ``NAME.exit`` (``CODE ISO-TIME`` written when the com
 
 import base64
 import copy
+import os
 import re
+import secrets
+import selectors
+import signal
+import subprocess
 import threading
+import time
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -45,10 +52,15 @@ WINDOW = (
 
 # Start the window detached, wait (up to about 5 s, in 1 ms steps: the pid comes within a
 # few, and short commands queued by gpurun pay this wait on every start) for its pid, print
-# "PID LOGPATH".
+# "PID LOGPATH". A second session of the same name is refused; screen is asked only when an
+# earlier window of that name may still run (its pid file names a live process): asking it
+# costs more than the rest of the start (it probes every session of the account), and a
+# name is started again only when an interrupted start is retried.
 SPAWN = _RESOLVE_DIR + (
     'name=$2 cmd=$3; shift 3; [ -d "$dir" ] || mkdir -p "$dir" || exit 3; '
-    'if screen -ls 2>/dev/null | grep -q "[.]$name[[:space:]]"; then '
+    'old=; read -r old 2>/dev/null < "$dir/$name.pid"; '
+    'if [ -n "$old" ] && kill -0 "$old" 2>/dev/null && '
+    'screen -ls 2>/dev/null | grep -q "[.]$name[[:space:]]"; then '
     'echo "a screen session named $name is already running" >&2; exit 4; fi; '
     'rm -f "$dir/$name.exit" "$dir/$name.pid" "$dir/$name.done"; '
     ': > "$dir/$name.log" || exit 3; mkfifo "$dir/$name.done" 2>/dev/null; '
@@ -85,7 +97,8 @@ WAIT_EXIT = _RESOLVE_DIR + (
     'if [ -f "$exitf" ]; then :; elif [ -p "$donef" ]; then exec 3<>"$donef"; '
     '[ -f "$exitf" ] || timeout "$secs" sh -c "read line" <&3; exec 3<&-; '
     'else i=0; while [ ! -f "$exitf" ] && [ $i -lt "$steps" ]; do sleep 0.05; i=$((i+1)); '
-    'done; fi; [ -f "$exitf" ] || exit 0; cat "$exitf"; shift 4; [ $# -gt 0 ] || exit 0; '
+    'done; fi; [ -f "$exitf" ] || exit 0; IFS= read -r ended < "$exitf"; '
+    'printf "%s\\n" "$ended"; shift 4; [ $# -gt 0 ] || exit 0; '
     'echo "--then--"; "$@"; echo "--then-status $?"'
 )
 THEN_STATUS = re.compile(r"\n?--then-status (\d+)\n?$")
@@ -125,9 +138,32 @@ def close_all() -> None:
         _pools.clear()
 
 
-def run_as(host: Host, username: str, argv: list[str], timeout=None) -> CommandResult:
+# The refusal of an account whose UID is below the floor ($floor; $uid is its UID).
+_BELOW_FLOOR = 'echo "refused: $(id -un) has UID $uid, below $floor (a system account)" >&2'
+
+# Run argv only if the account's UID is at least $1: a system account (postgres, www-data)
+# mapped by mistake is refused on the host itself, where its UID is known.
+UID_FLOOR = (
+    f'floor=$1; shift; uid=$(id -u); if [ "$uid" -lt "$floor" ]; then {_BELOW_FLOOR}; exit 6; '
+    'fi; exec "$@"'
+)
+
+
+def run_as(
+    host: Host, username: str, argv: list[str], timeout=None, min_uid: int | None = None
+) -> CommandResult:
     """Run argv on host as ``username``: logged in with the service key over SSH, or on the
-    service's own machine switched to that account (see monitoring.localaccounts)."""
+    service's own machine switched to that account (see monitoring.localaccounts); through
+    this thread's launcher there, if it has one (``launchers``). ``min_uid``: run it only if
+    the account's UID is at least that (checked on the host, where the UID is known)."""
+    launcher = _launcher(host, username)
+    if launcher is not None and launcher.can_pass([str(min_uid or 0), *argv]):
+        try:
+            return launcher.run(argv, timeout or settings.SSH_COMMAND_TIMEOUT, min_uid or 0)
+        except BrokenPipeError:  # it had ended unseen, before taking this: run it as below
+            launcher.close(kill=True)
+    if min_uid is not None:
+        argv = ["sh", "-c", UID_FLOOR, "sh", str(min_uid), *argv]
     as_user = copy.copy(host)
     as_user.username = username
     try:
@@ -138,6 +174,142 @@ def run_as(host: Host, username: str, argv: list[str], timeout=None) -> CommandR
         return _pool(username).run(as_user, argv, timeout=timeout)
     except TransportError as exc:
         raise RemoteError(f"{host.name}: {exc}") from None
+
+
+# --- a launcher: one shell kept open per account, for many short calls ------------------------
+
+# A shell kept open as one account on the service's own machine that runs what run_as would,
+# one request at a time: a call then costs the fork and exec of its own command, instead of
+# setpriv, a shell in the account's home and a UID check each. A request is a line with the
+# number of lines that follow, then the UID floor and the argv, an item a line. The answer
+# is the command's output, a line break and "--done-- TOKEN STATUS"; its errors go to the
+# shell's stderr. The token ($1) is unguessable, so no output is taken for the end.
+LAUNCHER = (
+    "token=$1 uid=$(id -u); while IFS= read -r n; do set --; "
+    'while [ $# -lt "$n" ]; do IFS= read -r item || exit 0; set -- "$@" "$item"; done; '
+    f'floor=$1; shift; if [ "$uid" -lt "$floor" ]; then {_BELOW_FLOOR}; status=6; '
+    'else "$@" < /dev/null; status=$?; fi; '
+    'printf "\\n--done-- %s %s\\n" "$token" "$status"; done'
+)
+
+
+class Launcher:
+    """LAUNCHER, run as ``username`` on the service's own machine (local transport)."""
+
+    def __init__(self, host: Host, username: str):
+        self.host_name, self.username = host.name, username
+        self.token = secrets.token_hex(16)
+        self.done = re.compile(rb"\n--done-- " + self.token.encode() + rb" (\d+)\n")
+        argv = localaccounts.as_account(username, ["sh", "-c", LAUNCHER, "sh", self.token])
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # not stopped by the terminal's Ctrl-C before gpurun is
+        )
+        for stream in (self.proc.stdout, self.proc.stderr):
+            os.set_blocking(stream.fileno(), False)
+
+    @staticmethod
+    def can_pass(items: list[str]) -> bool:
+        """Whether a request of these items can be written (an item a line)."""
+        return not any("\n" in item or "\0" in item for item in items)
+
+    def run(self, argv: list[str], timeout: float, min_uid: int = 0) -> CommandResult:
+        """As run_as; BrokenPipeError if the shell had ended (nothing was run)."""
+        items = [str(min_uid), *argv]
+        request = "".join(f"{line}\n" for line in [str(len(items)), *items])
+        self._drain()  # anything written after the last answer is not this one's
+        self.proc.stdin.write(request.encode(errors="surrogateescape"))
+        self.proc.stdin.flush()
+        try:
+            out, err, status = self._answer(time.monotonic() + timeout)
+        except TimeoutError:
+            self.close(kill=True)
+            raise RemoteError(
+                f"{self.host_name}: {argv[0]} did not finish within {timeout:g}s"
+            ) from None
+        except OSError as exc:  # it ended while running the request
+            self.close(kill=True)
+            raise RemoteError(f"{self.host_name}: {argv[0]}: the shell stopped ({exc})") from None
+        if status == 127:  # as the transport says it
+            raise RemoteError(f"{self.host_name}: command not found: {argv[0]}")
+        return CommandResult(argv, status, out, err)
+
+    def _answer(self, deadline: float) -> tuple[str, str, int]:
+        out, err = bytearray(), bytearray()
+        streams = {self.proc.stdout.fileno(): out, self.proc.stderr.fileno(): err}
+        with selectors.DefaultSelector() as selector:
+            for fd in streams:
+                selector.register(fd, selectors.EVENT_READ)
+            while (end := self.done.search(out)) is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                for key, _ in selector.select(left):
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        raise OSError("its output ended")
+                    streams[key.fd] += chunk
+        with suppress(BlockingIOError):  # what it wrote on stderr before the end line
+            err += os.read(self.proc.stderr.fileno(), 65536)
+        text = out[: end.start()].decode(errors="replace")
+        return text, err.decode(errors="replace"), int(end[1])
+
+    def _drain(self) -> None:
+        for stream in (self.proc.stdout, self.proc.stderr):
+            with suppress(BlockingIOError):
+                while os.read(stream.fileno(), 65536):
+                    pass
+
+    def close(self, kill: bool = False) -> None:
+        """End the shell: it stops at the end of its input; ``kill``: with what it runs."""
+        if kill and self.proc.poll() is None:  # (once reaped, its id may be another's)
+            with suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        with suppress(OSError):
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
+_thread = threading.local()  # .host: the host id; .launchers: account -> its Launcher
+
+
+@contextmanager
+def launchers(host: Host):
+    """Within this, calls of this thread as any account on ``host`` go through one Launcher
+    per account, if ``host`` is the service's own machine (elsewhere nothing changes). For
+    callers that make many short calls in a row (gpurun's worker per GPU)."""
+    if not host.is_local:
+        yield
+        return
+    _thread.host, _thread.launchers = host.pk, {}
+    try:
+        yield
+    finally:
+        for launcher in _thread.launchers.values():
+            launcher.close()
+        del _thread.host, _thread.launchers
+
+
+def _launcher(host: Host, username: str) -> Launcher | None:
+    """This thread's launcher for ``username`` on ``host``, started at its first call."""
+    if getattr(_thread, "host", None) != host.pk or localaccounts.problem(host.name, username):
+        return None
+    launcher = _thread.launchers.get(username)
+    if launcher is None or launcher.proc.poll() is not None:
+        try:
+            launcher = _thread.launchers[username] = Launcher(host, username)
+        except OSError:  # it could not start: calls go the usual way, which says why
+            return None
+    return launcher
 
 
 def _checked(result: CommandResult, what: str) -> str:
@@ -167,17 +339,12 @@ class Spawned:
 
 # Run argv only if the account's UID is at least $1: a system account (postgres, www-data)
 # mapped by mistake is refused on the host itself, where its UID is known.
-UID_FLOOR = (
-    'floor=$1; shift; uid=$(id -u); if [ "$uid" -lt "$floor" ]; then '
-    'echo "refused: $(id -un) has UID $uid, below $floor (a system account)" >&2; exit 6; fi; '
-    'exec "$@"'
-)
 
 
 def spawn(host: Host, username: str, argv: list[str], min_uid: int) -> Spawned:
     """Start ``argv`` (from spawn_argv) as ``username`` if its UID is at least ``min_uid``."""
-    guarded = ["sh", "-c", UID_FLOOR, "sh", str(min_uid), *argv]
-    out = _checked(run_as(host, username, guarded), "starting the screen session").strip()
+    started = run_as(host, username, argv, min_uid=min_uid)
+    out = _checked(started, "starting the screen session").strip()
     pid, _, path = out.partition(" ")
     return Spawned(int(pid) if pid.isdigit() else None, path)
 

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Case, Value, When
+from django.db.models import Case, Value, When, prefetch_related_objects
 from django.utils import timezone
 
 from accesscontrol.accounts import spawn_min_uid
@@ -20,7 +20,7 @@ from accesscontrol.permissions import can
 from audit.log import record
 from monitoring import lease
 from monitoring.models import Device, Host
-from queueing.availability import may_start  # the queue belongs to the jobs layer
+from queueing.availability import start_rule  # the queue belongs to the jobs layer
 from reservations.models import Reservation
 
 from . import accounts, remote, templating
@@ -200,18 +200,21 @@ def check_may_run(user, task: Task) -> None:
         raise PermissionDenied("Only the job's owner can start its tasks: they run as the owner.")
 
 
-def check_can_start(task: Task, now: datetime, processes=None) -> None:
+def check_can_start(task: Task, now: datetime, processes=None) -> str | None:
     """The start rule (queueing.availability) allows the owner on every GPU of the task,
     over its run (until its scheduled stop, else the reservation horizon); every reason
-    is said. ``processes``: what nvidia-smi showed just now, per host id, if asked."""
-    devices = list(task.devices.select_related("host"))
-    reasons = may_start(
+    is said. ``processes``: what nvidia-smi showed just now, per host id, if asked.
+    Returns the UNIX account the rule found for the owner on the task's host (None for a
+    task without GPUs: the rule did not look)."""
+    devices = list(task.devices.all())  # the rule reads them again, with their hosts
+    reasons, rule = start_rule(
         task.job.owner, devices, now, task.scheduled_stop, job=task.job, processes=processes
     )
     if reasons:
         raise ValidationError([r.text for r in reasons], code=reasons[0].code)
     if task.reservation is not None:
         check_reservation(task.job.owner, task.reservation, devices)
+    return rule.account(task.job.owner, task.host)
 
 
 def unix_name(task: Task) -> str:
@@ -238,7 +241,7 @@ def spawn_task(task: Task, user, processes=None) -> Task:
     ``processes``: as for check_can_start.
     """
     claim_start(task, user, processes)
-    return launch_claimed(task)
+    return launch_claimed(task, reread=False)
 
 
 def claim_start(task: Task, user, processes=None) -> None:
@@ -250,8 +253,8 @@ def claim_start(task: Task, user, processes=None) -> None:
             f"Task {task.pk} is {task.get_status_display().lower()}, not pending."
         )
     now = timezone.now()
-    check_can_start(task, now, processes)
-    username = unix_name(task)
+    prefetch_related_objects([task], "devices")  # read once for the checks, argv and audit
+    username = check_can_start(task, now, processes) or unix_name(task)
     argv = planned_argv(task)
     claimed = Task.objects.filter(pk=task.pk, status=Task.Status.PENDING).update(
         status=Task.Status.STARTING,
@@ -263,6 +266,8 @@ def claim_start(task: Task, user, processes=None) -> None:
     )
     if not claimed:
         raise ValidationError(f"Task {task.pk} was started by someone else just now.")
+    task.status, task.unix_username, task.argv = Task.Status.STARTING, username, argv
+    task.error, task.screen_session, task.started_at = "", task.session_name, now
     record(
         "job.run_as",
         actor=user,
@@ -275,9 +280,11 @@ def claim_start(task: Task, user, processes=None) -> None:
     )
 
 
-def launch_claimed(task: Task) -> Task:
-    """Start the screen session of a task claimed by ``claim_start``, as the argv it stored."""
-    task.refresh_from_db()
+def launch_claimed(task: Task, reread: bool = True) -> Task:
+    """Start the screen session of a task claimed by ``claim_start``, as the argv it stored
+    (read again unless ``reread`` is False: the caller claimed it just now, in this process)."""
+    if reread:
+        task.refresh_from_db()
     try:
         # The UID floor is checked on the host itself (accesscontrol.accounts).
         min_uid = spawn_min_uid(task.unix_username, task.host)
@@ -285,13 +292,16 @@ def launch_claimed(task: Task) -> Task:
     except remote.RemoteError as exc:
         _finish(task, Task.Status.FAILED, error=str(exc))
         raise ValidationError(f"Task {task.pk} could not start: {exc}") from None
-    Task.objects.filter(pk=task.pk, status=Task.Status.STARTING).update(
+    running = Task.objects.filter(pk=task.pk, status=Task.Status.STARTING).update(
         status=Task.Status.RUNNING,
         pid=spawned.pid,
         log_path=spawned.log_path,
         started_at=task.started_at,
     )
-    task.refresh_from_db()
+    if running:
+        task.status, task.pid, task.log_path = Task.Status.RUNNING, spawned.pid, spawned.log_path
+    else:  # changed meanwhile (a stop, a recovery): as the database has it
+        task.refresh_from_db()
     return task
 
 

@@ -135,6 +135,7 @@ class Cluster:
             devices = devices.filter(pk__in=device_ids)
         self.gpus = {d.pk: Gpu(d) for d in devices.select_related("host").order_by("pk")}
         self._users: dict[int, dict[int, list[Reason]]] = {}
+        self._run_as: dict[tuple[int, int], str] = {}  # (user id, host id) -> UNIX account
         self._mark_down_hosts()
         self._mark_tasks()
         self._mark_claims()
@@ -206,6 +207,8 @@ class Cluster:
         """A probe taken before the last task on a GPU ended may show that task's processes,
         or miss a failure it left: not trusted until the next one (processes seen just now
         are). A host never probed has no snapshot to misread."""
+        if all(gpu.host.pk in seen_now for gpu in self.gpus.values()):
+            return  # every host was asked just now: no probe is read
         ends = self._last_task_ends()
         for gpu in self.gpus.values():
             end, probed = ends.get(gpu.device.pk), gpu.host.last_probe_at
@@ -238,9 +241,10 @@ class Cluster:
         return {pk: (r[0].text if r else "") for pk, r in self.user_reasons(owner).items()}
 
     def _reasons_of(self, user) -> dict[int, list[Reason]]:
-        ban = active_ban(user, self.now)
         devices = [g.device for g in self.gpus.values()]
-        covered = {} if ban else coverage_map(user, self.now, self.now + ONE_MINUTE, devices)
+        # No coverage at all when banned now; only then is the ban read for its sentence.
+        covered = coverage_map(user, self.now, self.now + ONE_MINUTE, devices)
+        ban = active_ban(user, self.now) if not all(covered.values()) else None
         accounts_problems = self._accounts(user)
         reasons = {}
         for pk, gpu in self.gpus.items():
@@ -276,10 +280,17 @@ class Cluster:
         problems = {}
         for host in {g.host for g in self.gpus.values()}:
             try:
-                accounts.run_as(user, host)
+                self._run_as[user.pk, host.pk] = accounts.run_as(user, host)
             except ValidationError as exc:
                 problems[host.pk] = " ".join(exc.messages)
         return problems
+
+    def account(self, user, host: Host) -> str | None:
+        """The UNIX account ``user``'s tasks run as on ``host``, as the rule found it (a start
+        uses it, instead of asking again); None where it did not look (no GPU of that host
+        was asked about) or found none."""
+        self.user_reasons(user)
+        return self._run_as.get((user.pk, host.pk))
 
     # --- answers ----------------------------------------------------------------------------
 
@@ -317,8 +328,14 @@ def may_start(user, devices, start=None, end=None, *, job=None, processes=None) 
     """Every reason ``user`` may not start work on ``devices`` over [start, end) (empty: they
     may). ``start`` defaults to now, ``end`` to the reservation horizon after it; ``job`` and
     ``processes`` as for Cluster."""
+    return start_rule(user, devices, start, end, job=job, processes=processes)[0]
+
+
+def start_rule(user, devices, start=None, end=None, *, job=None, processes=None):
+    """``may_start``'s reasons, and the Cluster that gave them (a start reads the account
+    to run as from it)."""
     start = start or timezone.now()
     ids = [getattr(d, "pk", d) for d in devices]
     cluster = Cluster(start, end, device_ids=ids, job=job, processes=processes)
     found = [reason for pk in ids for reason in cluster.reasons(user, pk)]
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(found)), cluster

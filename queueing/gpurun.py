@@ -2,11 +2,13 @@
 the service: each command becomes a task of one job (visible on the web), run in GNU screen
 on the host as the user, with CUDA_VISIBLE_DEVICES set to its GPU.
 
-One worker thread per GPU takes the next line, checks the GPU again, starts the task, waits
-for its end and takes the next line, so a GPU is reused as soon as it frees. The check, just
-before each start, is the start rule (queueing.availability) given what nvidia-smi on the
-host shows now (our own task there has ended by then, so any process is someone else's).
-A GPU failing the check is skipped, and said so, until it passes.
+One worker thread per GPU takes the next line, starts the task, waits for its end and takes
+the next line, so a GPU is reused as soon as it frees. Each start checks the start rule
+(queueing.availability) once, given what nvidia-smi on the host showed right after our last
+task there ended (so any process is someone else's), in the same transaction that records
+the task and claims it: a refused start leaves nothing behind. A GPU refused is skipped, and
+said so, until it passes. On the service's own machine each worker keeps one shell open as
+the user (jobs.remote.launchers), which runs its starts and waits.
 """
 
 import threading
@@ -106,7 +108,8 @@ class Runner:
     started: int = 0
     failed: int = 0
     running: dict = field(default_factory=dict)  # GPU index -> its task
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.Lock = field(default_factory=threading.Lock)  # the counts and the output
+    claiming: threading.Lock = field(default_factory=threading.Lock)  # a start's transaction
     stopping: threading.Event = field(default_factory=threading.Event)
 
     def say(self, text: str) -> None:
@@ -136,6 +139,11 @@ class Runner:
     # --- one GPU ---------------------------------------------------------------------------
 
     def work(self, device: Device, lines: Lines) -> None:
+        # On this machine one shell per account and GPU runs the starts and waits.
+        with job_services.remote.launchers(self.host):
+            self.run_lines(device, lines)
+
+    def run_lines(self, device: Device, lines: Lines) -> None:
         try:
             said = ""
             seen = None  # the GPU processes nvidia-smi showed right after our last task ended
@@ -146,9 +154,9 @@ class Runner:
                     return
                 if command is None:
                     continue
-                # The start rule, with the processes nvidia-smi shows now; the start checks
-                # it again (a reservation or a grant may change in between).
-                processes, why = self.look(device, seen)
+                # The start checks the rule once, with the processes nvidia-smi shows now;
+                # a refused start leaves nothing behind and says why.
+                processes, why = self.processes_now(seen)
                 said, seen = self.check(device, said, why), None
                 if not said:
                     task, refused = self.start(device, command, processes)
@@ -182,7 +190,16 @@ class Runner:
 
     def look(self, device: Device, seen: str | None = None) -> tuple[dict | None, str]:
         """(the host's GPU processes now, as the start rule takes them; why the GPU cannot be
-        used now, "" if it can). ``seen``: nvidia-smi's answer right after our last task
+        used now, "" if it can). ``seen``: as for processes_now."""
+        processes, why = self.processes_now(seen)
+        if processes is None:
+            return None, why
+        reasons = may_start(self.owner, [device], job=self.job, processes=processes)
+        return processes, (reasons[0].text if reasons else "")
+
+    def processes_now(self, seen: str | None = None) -> tuple[dict | None, str]:
+        """(the host's GPU processes, as the start rule takes them, or None; "" or why the
+        host could not be asked). ``seen``: nvidia-smi's answer right after our last task
         ended, if one came; else it is asked now."""
         found = None
         if seen is not None:
@@ -193,24 +210,21 @@ class Runner:
         except (TransportError, parsers.ParseError) as exc:
             return None, f"cannot ask {self.host.name}: {exc}"
         rows = [{"gpu_uuid": uuid, "pid": pid, "name": name} for uuid, pid, _, name in found]
-        processes = {self.host.pk: rows}
-        reasons = may_start(self.owner, [device], job=self.job, processes=processes)
-        return processes, (reasons[0].text if reasons else "")
+        return {self.host.pk: rows}, ""
 
     def start(self, device: Device, command: str, processes=None) -> tuple[Task | None, str]:
         """(the started task, "") or (None, why the GPU is refused now): a start refused by its
-        checks (reserved by someone else now, no access) started nothing and leaves no task."""
+        checks (reserved by someone else now, no access) is rolled back and leaves no task."""
         # Braces in a plain command are not template fields.
         template = command.replace("{", "{{").replace("}", "}}")
         spec = job_services.TaskSpec(host=self.host, template=template, devices=[device])
-        task = None
         try:
-            task = self.add_task(spec)
-            task = job_services.spawn_task(task, self.owner, processes)
+            task = self.claim(spec, processes)
         except ValidationError as exc:
-            refused = task is not None and self.forget_if_pending(task)
-            if refused:
-                return None, self.why_not(device) or " ".join(exc.messages)
+            return None, exc.messages[0]
+        try:
+            task = job_services.launch_claimed(task, reread=False)
+        except ValidationError as exc:
             with self.lock:
                 self.failed += 1
             self.say(f"could not start on gpu {device.index}: {' '.join(exc.messages)}: {command}")
@@ -221,27 +235,28 @@ class Runner:
         self.say(f"started  #{task.pk} gpu {device.index}: {command}")
         return task, ""
 
-    def forget_if_pending(self, task: Task) -> bool:
-        """Delete a task whose start was refused before it was claimed (nothing ran)."""
-        with self.lock:
-            forgotten, _ = Task.objects.filter(pk=task.pk, status=Task.Status.PENDING).delete()
-            if forgotten and self.job is not None and not self.job.tasks.exists():
-                self.job.delete()  # its first task: the next start makes the job again
-                self.job = None
-        return bool(forgotten)
-
-    def add_task(self, spec: job_services.TaskSpec) -> Task:
-        """A new pending task; the first one creates the job."""
-        with self.lock, transaction.atomic():
-            if self.job is None:
-                self.job = job_services.create_job(
-                    self.owner,
-                    name=self.name,
-                    specs=[spec],
-                    description="Commands run by gpurun.",
-                )
-                return self.job.tasks.get()
-            return job_services.add_task(self.job, spec)
+    def claim(self, spec: job_services.TaskSpec, processes) -> Task:
+        """A new task, checked by the start rule and claimed, in one transaction; the first
+        one creates the job (taken back with it if its start is refused)."""
+        with self.claiming:
+            job = self.job
+            try:
+                with transaction.atomic():
+                    if self.job is None:
+                        self.job = job_services.create_job(
+                            self.owner,
+                            name=self.name,
+                            specs=[spec],
+                            description="Commands run by gpurun.",
+                        )
+                        task = self.job.tasks.get()
+                    else:
+                        task = job_services.add_task(self.job, spec)
+                    job_services.claim_start(task, self.owner, processes)
+            except BaseException:  # rolled back: a job made here is gone too
+                self.job = job
+                raise
+            return task
 
     def wait_for_end(self, device: Device, task: Task) -> str | None:
         """Wait for the task to end; what nvidia-smi showed right after, when the host's wait

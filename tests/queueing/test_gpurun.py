@@ -1,6 +1,7 @@
 """gpurun and hypersearch: commands from a stream run on free GPUs of a host behind the real
 sshd, in real screen sessions, recorded as one job; GPUs reserved or busy are skipped."""
 
+import getpass
 import io
 import os
 import re
@@ -13,7 +14,14 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from accesscontrol.services import ensure_default_group, profile_for
+from jobs import remote
 from jobs.models import Job, Task
+from monitoring import localaccounts
+from monitoring.inventory import probe_and_record
+from monitoring.models import Host
+from tests.jobs.test_first_run import OWNER, owner_logs, unix_owner  # noqa: F401 (fixtures)
+from tests.realparts import FAKE_BIN, FakeGpus
 
 from .conftest import reserve, soon, wait_for
 
@@ -107,6 +115,23 @@ def test_lines_arriving_slowly_start_as_they_come(runner, real_nodes):
     assert result["out"][1] == 0 and Task.objects.count() == 2
 
 
+def test_a_screen_session_is_never_started_twice_under_one_name(runner, real_nodes, settings):
+    """Each start looks for an earlier window of its name (as a retried start would meet):
+    refused while that one runs, started once it has ended."""
+    node2, _ = real_nodes
+    name, user = f"{settings.JOBS_SESSION_PREFIX}-twice", getpass.getuser()
+    argv = remote.spawn_argv(name, "sleep 60", {})
+    first = remote.spawn(node2, user, argv, min_uid=0)
+    with pytest.raises(remote.RemoteError, match=f"a screen session named {name} is already"):
+        remote.spawn(node2, user, argv, min_uid=0)
+    remote.send_signal(node2, user, "KILL", [first.pid])
+    assert wait_for(lambda: not remote.session_states(node2, user, [name])[name].alive)
+    again = remote.spawn(node2, user, argv, min_uid=0)
+    assert again.pid and again.pid != first.pid
+    assert remote.session_states(node2, user, [name])[name].alive
+    remote.send_signal(node2, user, "KILL", [again.pid])
+
+
 def test_bad_arguments_are_refused_clearly(runner, real_nodes):
     for kwargs, message in [
         ({"gpus": "0,7"}, "node-2 has no GPU 7 (GPUs: 0, 1)"),
@@ -174,3 +199,95 @@ def _hypersearch(*args) -> str:
     out = io.StringIO()
     call_command("hypersearch", *args, stdout=out)
     return out.getvalue()
+
+
+# --- on the service's own machine: one shell per GPU runs the starts and waits --------------
+
+
+@pytest.fixture
+def this_machine(owner, unix_owner, owner_logs, fake_gpu_root, monkeypatch):  # noqa: F811
+    """Host `localhost` (no SSH) with two fake GPUs; the owner's tasks run as their own
+    UNIX account there (the service runs as root and switches to it)."""
+    monkeypatch.setenv("PATH", f"{FAKE_BIN}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_GPU_DIR", str(fake_gpu_root))
+    FakeGpus(fake_gpu_root, "local").set_gpus(
+        [f"{i}, GPU-local-{i}, 15360, 0, 0, 0, 30, 20.0, Tesla T4" for i in range(2)]
+    )
+    host = Host.objects.create(name="localhost", address="localhost", transport="local")
+    probe_and_record(host)
+    profile = profile_for(owner)
+    profile.unix_username = OWNER
+    profile.save()
+    ensure_default_group()
+    remote.close_all()
+    return host
+
+
+def counting_accounts(monkeypatch) -> list[list[str]]:
+    """Every argv switched to an account on this machine (setpriv), as it is switched."""
+    switched, switch = [], localaccounts.as_account
+    monkeypatch.setattr(
+        localaccounts, "as_account", lambda name, argv: switched.append(argv) or switch(name, argv)
+    )
+    return switched
+
+
+def test_on_this_machine_a_gpu_runs_its_commands_through_one_shell_as_the_owner(
+    owner,
+    this_machine,
+    unix_owner,  # noqa: F811
+    monkeypatch,
+):
+    switched = counting_accounts(monkeypatch)
+    monkeypatch.setenv("HIVE_SERVICE_SECRET", "not for tasks")  # the service's environment
+    commands = "".join(f"id -un; pwd; env; echo {i} $CUDA_VISIBLE_DEVICES\n" for i in range(5))
+    output, code = gpurun(io.StringIO(commands + "exit 3\n"), host="localhost")
+    assert code == 1 and "gpurun: 6 commands run, 1 failed" in output
+    assert "exit 3: exit 3" in output and output.count(" exit 0: ") == 5
+    # One shell per GPU: the starts and the waits went through it, none switched on its own.
+    assert len(switched) == 2 and all(remote.LAUNCHER in argv for argv in switched)
+    for task in Task.objects.filter(command__startswith="id"):
+        log = open(task.log_path).read()
+        said = log.split()
+        assert said[:2] == [OWNER, unix_owner.pw_dir] and said[-1] == task.devices.get().uuid
+        assert f"USER={OWNER}" in log and "HIVE_SERVICE_SECRET" not in log  # reset, as over SSH
+        assert os.stat(task.log_path).st_uid == unix_owner.pw_uid
+        assert task.unix_username == OWNER and task.pid and task.status == Task.Status.EXITED
+
+
+def test_the_uid_floor_is_checked_on_each_start_through_the_shell(
+    owner,
+    this_machine,
+    unix_owner,  # noqa: F811
+    settings,
+):
+    settings.RUN_AS_MIN_UID = unix_owner.pw_uid + 1
+    output, code = gpurun(io.StringIO("true\n"), gpus="0", host="localhost")
+    below = f"refused: {OWNER} has UID {unix_owner.pw_uid}, below {unix_owner.pw_uid + 1}"
+    assert code == 1 and below in output
+    assert Task.objects.get().status == Task.Status.FAILED
+
+
+def test_the_shell_passes_each_item_as_is_and_is_replaced_when_it_ends(this_machine):
+    items = ["a b", "$(id)", "*", "", "tab\there", "x\ny"]  # a line break goes the usual way
+    with remote.launchers(this_machine):
+        said = remote.run_as(this_machine, OWNER, ["printf", "%s|", *items])
+        assert said.stdout == "|".join(items) + "|"
+        shell = remote.run_as(this_machine, OWNER, ["sh", "-c", "echo $PPID"]).stdout
+        os.kill(int(shell), 9)
+        assert wait_for(lambda: ended(int(shell)), 10)
+        again = remote.run_as(this_machine, OWNER, ["sh", "-c", "echo $PPID"]).stdout
+        assert again != shell
+        with pytest.raises(remote.RemoteError, match="sleep did not finish within 0.5s"):
+            remote.run_as(this_machine, OWNER, ["sleep", "5"], timeout=0.5)
+        assert remote.run_as(this_machine, OWNER, ["true"]).ok
+        with pytest.raises(remote.RemoteError, match="command not found: no-such-command"):
+            remote.run_as(this_machine, OWNER, ["no-such-command"])
+
+
+def ended(pid: int) -> bool:
+    """The process is gone, or a zombie not reaped yet."""
+    try:
+        return open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
