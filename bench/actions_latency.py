@@ -38,12 +38,11 @@ import django  # noqa: E402
 
 django.setup()
 
-from django.contrib.auth import get_user_model  # noqa: E402
+from benchlab import user_and_ssh_host  # noqa: E402
 from django.core.exceptions import ValidationError  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.test import Client  # noqa: E402
 
-from accesscontrol.services import ensure_default_group, profile_for  # noqa: E402
 from jobs import remote, services  # noqa: E402
 from jobs.models import Task  # noqa: E402
 from monitoring.keys import public_key_line  # noqa: E402
@@ -52,15 +51,7 @@ from tests.realparts import Sshd  # noqa: E402
 
 
 def setup(sshd: Sshd):
-    user = get_user_model().objects.create_user("bench")
-    profile = profile_for(user)
-    profile.unix_username = getpass.getuser()
-    profile.save()
-    ensure_default_group()
-    host = Host.objects.create(
-        name="bench", address="127.0.0.2", port=sshd.port, username=getpass.getuser()
-    )
-    return user, host
+    return user_and_ssh_host(sshd)
 
 
 def silent_port() -> int:

@@ -11,7 +11,6 @@ Starts N real tasks (`sleep`) in GNU screen as this UNIX user, then times:
 Run: .venv/bin/python bench/jobs_sync.py [N ...]   (default 1 10 50)
 """
 
-import getpass
 import os
 import statistics
 import subprocess
@@ -30,29 +29,19 @@ import django  # noqa: E402
 
 django.setup()
 
-from django.contrib.auth import get_user_model  # noqa: E402
+from benchlab import user_and_ssh_host  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
-from accesscontrol.services import ensure_default_group, profile_for  # noqa: E402
 from jobs import remote, services  # noqa: E402
 from jobs.models import Task  # noqa: E402
 from monitoring.keys import public_key_line  # noqa: E402
-from monitoring.models import Host  # noqa: E402
 from tests.realparts import Sshd  # noqa: E402
 
 REPEATS = 5
 
 
 def setup(sshd: Sshd):
-    user = get_user_model().objects.create_user("bench")
-    profile = profile_for(user)
-    profile.unix_username = getpass.getuser()
-    profile.save()
-    ensure_default_group()
-    host = Host.objects.create(
-        name="bench", address="127.0.0.2", port=sshd.port, username=getpass.getuser()
-    )
-    return user, host
+    return user_and_ssh_host(sshd)
 
 
 def start_tasks(user, host, n: int) -> tuple[list[Task], float]:
