@@ -127,12 +127,24 @@ class GrantSerializer(serializers.ModelSerializer):
         return data
 
 
+class ModelPermissions(DjangoModelPermissions):
+    """Django's model permissions for writes, read from the view's model alone.
+
+    DRF's class calls ``get_queryset()`` only to learn the model, which here would build the
+    restricted queryset (guardian's object permissions and the grant rules) a second time per
+    request; what the user may see is still decided by ``restrict`` in ``get_queryset``.
+    """
+
+    def _queryset(self, view):
+        return view.queryset
+
+
 class GrantViewSet(RestrictedViewSetMixin, viewsets.ModelViewSet):
     """Grants: operators read and write all; others read the grants that apply to them."""
 
     queryset = Grant.objects.prefetch_related("users", "groups", "hosts", "devices", "windows")
     serializer_class = GrantSerializer
-    permission_classes = [IsAuthenticated, DjangoModelPermissions]
+    permission_classes = [IsAuthenticated, ModelPermissions]
 
     def perform_create(self, serializer):
         serializer.save(created_by=self.request.user)

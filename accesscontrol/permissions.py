@@ -134,8 +134,9 @@ def devices_of_managed_hosts(user) -> Q:
 def grants_that_apply(user) -> Q:
     """Own grants (directly or through a group), and for host admins those on their hosts."""
     applies = Q(users=user) | Q(groups__in=Group.objects.filter(user=user).values("pk"))
-    hosts = managed_hosts(user).values("pk")
-    if managed_hosts(user).exists():
+    managed = managed_hosts(user)
+    if managed.exists():
+        hosts = managed.values("pk")
         applies |= Q(scope=Grant.Scope.ALL) | Q(hosts__in=hosts) | Q(devices__host__in=hosts)
     return applies
 

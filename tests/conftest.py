@@ -62,6 +62,12 @@ PROFILE_PATHS = (
 )
 
 
+def pytest_configure(config):
+    from tests import flush
+
+    flush.install()
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark the profile's tests; with HIVE_TESTS=profile, run only those."""
     root = str(config.rootpath) + os.sep
