@@ -7,6 +7,7 @@ tests about hashing ask for the production hashers with the ``production_hashers
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import global_settings
 
@@ -18,6 +19,12 @@ if _worker and os.environ.get("HIVE_DATA_DIR") and not os.environ.get("HIVE_WORK
     _worker_dir = Path(os.environ["HIVE_DATA_DIR"], _worker)
     _worker_dir.mkdir(exist_ok=True)
     os.environ["HIVE_DATA_DIR"] = os.environ["HIVE_WORKER_DATA_DIR"] = str(_worker_dir)
+    # And its own Redis database (broker queue, channel groups, shared counters): the next
+    # numbers after the run's own, as each worker signs its tasks with its own key.
+    if os.environ.get("REDIS_URL"):
+        _redis = urlsplit(os.environ["REDIS_URL"])
+        _db = int(_redis.path.strip("/") or 0) + 1 + int(_worker.removeprefix("gw"))
+        os.environ["REDIS_URL"] = urlunsplit(_redis._replace(path=f"/{_db}"))
 
 from hiveproject.settings import *  # noqa: E402, F403
 
