@@ -62,6 +62,13 @@ PROFILE_PATHS = (
 )
 
 
+# Under a directory above, but alike in both runs: they bring their own parts whatever the
+# profile, so the first run has them.
+NOT_PROFILE_PATHS = (
+    "tests/faults/test_postgres_restart.py",  # a PostgreSQL cluster of its own (initdb)
+)
+
+
 def pytest_configure(config):
     from tests import flush
 
@@ -73,7 +80,7 @@ def pytest_collection_modifyitems(config, items):
     root = str(config.rootpath) + os.sep
     for item in items:
         path = str(item.path).removeprefix(root).replace(os.sep, "/")
-        if path.startswith(PROFILE_PATHS):
+        if path.startswith(PROFILE_PATHS) and not path.startswith(NOT_PROFILE_PATHS):
             item.add_marker(pytest.mark.profile)
     if os.environ.get("HIVE_TESTS") != "profile":
         return
