@@ -127,4 +127,3 @@ def asgi_live_server(django_db_setup, django_db_blocker):
     yield f"http://127.0.0.1:{server.port.value}"
     server.terminate()
     server.join(timeout=10)
-
