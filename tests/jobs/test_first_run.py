@@ -177,7 +177,9 @@ def first_run(data_dir: Path) -> dict:
     spec = services.TaskSpec(host=Host.objects.get(name="localhost"), template="id -un > mine.txt")
     task = services.create_job(user, name="first", specs=[spec]).tasks.get()
     task = services.spawn_task(task, user)
-    wait_for(lambda: (Path(os.environ["HOME"]) / "mine.txt").exists())
+    made = Path(os.environ["HOME"]) / "mine.txt"
+    # The shell creates the file before `id` writes into it: wait for the whole line.
+    wait_for(lambda: made.exists() and made.read_text().endswith("\n"))
     switched = init("--localhost-over-ssh", "--no-default-group")
     return {
         "init": said,
