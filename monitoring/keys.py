@@ -4,8 +4,6 @@ import os
 import socket
 from pathlib import Path
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import settings
 
 
@@ -24,6 +22,11 @@ def public_key_line() -> str:
 
 
 def _generate(path: Path) -> None:
+    # Imported here: the key is made once per install, and cryptography is several MiB
+    # that every process importing this module would otherwise hold.
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     key = Ed25519PrivateKey.generate()
     private = key.private_bytes(

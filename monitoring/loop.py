@@ -30,8 +30,9 @@ from . import history, lease
 from .inventory import record_probe, record_steady_probes
 from .models import Host
 from .probes import ProbeResult, probe_host, wants_versions
-from .sessions import CHANNEL_ERRORS, ProbeSession, Sessions, start_session
+from .sessions import ProbeSession, Sessions, start_session
 from .signals import cycle_finished
+from .transport import channel_errors
 
 log = logging.getLogger(__name__)
 
@@ -257,7 +258,7 @@ class ProbeLoop:
     def ask(self, session: ProbeSession, host: Host) -> None:
         try:
             session.ask(host, wants_versions(host))
-        except CHANNEL_ERRORS:  # the connection went: start again
+        except channel_errors():  # the connection went: start again
             self.sessions.discard(host.pk)
             self.start_thread(host)
 

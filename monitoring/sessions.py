@@ -9,10 +9,11 @@ killed, the host rebooted, the connection dropped); the loop then starts a new o
 the one-shot path's work again: connecting, with the pool's pauses after failures.
 """
 
+from __future__ import annotations
+
 import selectors
 import time
-
-import paramiko
+from typing import TYPE_CHECKING
 
 from .connections import pool
 from .models import Host
@@ -26,11 +27,12 @@ from .probes import (
     timed_out,
     wants_versions,
 )
-from .transport import TransportError, Unreachable, wait_readable
+from .transport import TransportError, Unreachable, channel_errors, wait_readable
+
+if TYPE_CHECKING:
+    import paramiko
 
 END = f"\n{SESSION_END}\n".encode()
-# What a channel raises when its connection is gone.
-CHANNEL_ERRORS = (OSError, paramiko.SSHException, EOFError)
 
 
 class ProbeSession:
@@ -45,7 +47,8 @@ class ProbeSession:
         self.seconds: float | None = None  # how long the last answer took
 
     def ask(self, host: Host, versions: bool) -> None:
-        """Ask for one sample (with driver versions if asked); raises CHANNEL_ERRORS."""
+        """Ask for one sample (with driver versions if asked); raises one of
+        transport.channel_errors()."""
         self.channel.sendall(b"1\n" if versions else b"0\n")
         self.host, self.versions, self.asked_at = host, versions, time.monotonic()
 
@@ -103,7 +106,7 @@ def start_session(host: Host) -> tuple[ProbeResult, ProbeSession | None]:
         text = session.wait(time.monotonic() + probe_timeout())
     except TransportError as exc:
         return finish(host, ProbeResult(host.name, False, exc.status, str(exc)), versions), None
-    except CHANNEL_ERRORS as exc:
+    except channel_errors() as exc:
         session.close()
         lost = Unreachable(f"connection to {host.address} lost: {exc or type(exc).__name__}")
         return finish(host, ProbeResult(host.name, False, lost.status, str(lost)), versions), None

@@ -32,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
+from django.core.management.base import CommandError
 from django.db import DatabaseError, close_old_connections
 from django.dispatch import receiver
 from django.utils import timezone
@@ -48,6 +49,12 @@ log = logging.getLogger("gpuhive.workers")
 # Set by the supervisor for its cluster: where the workers note their tasks.
 STATE_ENV = "HIVE_WORKERS_STATE"
 ACTIVITY = "workers"
+
+if os.environ.get(STATE_ENV):
+    # This is the supervisor's cluster, whose workers it forks: paramiko (with cryptography,
+    # about 20 MiB), which the probing loop and the SSH actions use and monitoring.transport
+    # imports only when first used, is loaded before they fork, so they share one copy.
+    import paramiko  # noqa: F401
 BEAT_TASK = "monitoring.supervisor.beat"
 SUMMARY_EVERY = 60  # seconds between the console's summary lines
 KEEP_STOPPED = timedelta(days=7)
@@ -352,6 +359,17 @@ def _probe_age() -> str:
     if last is None:
         return "never"
     return f"{(timezone.now() - last).total_seconds():.0f}s ago"
+
+
+def check_apart() -> None:
+    """Django's system checks, run as `manage.py check` in a process of its own before a
+    long-lived command (serve, workers) starts anything. Checking imports every URL, view
+    and admin module: about 30 MiB that the command, which only supervises, would otherwise
+    hold for the service's whole life. Warnings and errors reach the console (stderr) as
+    before; failed checks stop the start."""
+    done = subprocess.run([sys.executable, str(MANAGE), "check"], stdout=subprocess.DEVNULL)
+    if done.returncode:
+        raise CommandError("the system checks above failed; nothing was started")
 
 
 def catch_stop_signals() -> list[str]:

@@ -3,7 +3,13 @@
 Commands are always argument lists; they are joined with ``shlex.join`` so the remote
 shell sees each argument as one literal word. Errors are one-line, per-host, and typed, so
 callers can tell "unreachable" from "auth failed" from "host key changed".
+
+paramiko is imported on the first SSH connection, not with this module: most apps import
+this module for its errors, and paramiko with cryptography, nacl and invoke is about 30 MiB
+that the web process, `serve` and `gpurun` on the local host never use.
 """
+
+from __future__ import annotations
 
 import contextvars
 import logging
@@ -15,8 +21,10 @@ import threading
 import time
 from base64 import b64decode
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import paramiko
+if TYPE_CHECKING:
+    import paramiko
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +102,7 @@ class HostKey:
     fingerprint: str
 
     @classmethod
-    def from_paramiko(cls, key: paramiko.PKey) -> "HostKey":
+    def from_paramiko(cls, key: paramiko.PKey) -> HostKey:
         return cls(key.get_name(), key.get_base64(), key.fingerprint)
 
 
@@ -162,8 +170,9 @@ class LocalTransport:
         pass
 
 
-class _RecordingPolicy(paramiko.MissingHostKeyPolicy):
-    """Trust on first use: accept an unknown key only when none was recorded before."""
+class _RecordingPolicy:
+    """Trust on first use: accept an unknown key only when none was recorded before.
+    (A paramiko MissingHostKeyPolicy by its method; paramiko asks for no base class.)"""
 
     def __init__(self, target: SSHTarget):
         self.target = target
@@ -197,6 +206,8 @@ class SSHTransport:
         return t.address if t.port == 22 else f"[{t.address}]:{t.port}"
 
     def _connect(self) -> paramiko.SSHClient:
+        import paramiko
+
         t = self.target
         client = paramiko.SSHClient()
         if t.known_host_key:
@@ -233,7 +244,7 @@ class SSHTransport:
         except socket.gaierror:
             client.close()
             raise Unreachable(f"unknown host name {t.address!r}") from None
-        except (OSError, paramiko.SSHException, EOFError) as exc:
+        except channel_errors() as exc:
             client.close()
             raise Unreachable(f"cannot connect to {t.address}:{t.port}: {_reason(exc)}") from None
         transport = client.get_transport()
@@ -257,7 +268,7 @@ class SSHTransport:
             client = self._connected_client()
             try:
                 return client.get_transport().open_session(timeout=self.target.connect_timeout)
-            except (OSError, paramiko.SSHException, EOFError) as exc:
+            except channel_errors() as exc:
                 self.close()
                 raise Unreachable(
                     f"connection to {self.target.address} lost: {_reason(exc)}"
@@ -271,7 +282,7 @@ class SSHTransport:
         chan = self._open_channel()
         try:
             chan.exec_command(line)
-        except (OSError, paramiko.SSHException, EOFError) as exc:
+        except channel_errors() as exc:
             chan.close()
             self.close()
             raise Unreachable(f"connection to {self.target.address} lost: {_reason(exc)}") from None
@@ -290,7 +301,7 @@ class SSHTransport:
         except CommandTimeout:
             chan.close()
             raise CommandTimeout(f"{argv[0]} did not finish within {timeout:g}s") from None
-        except (OSError, paramiko.SSHException, EOFError) as exc:
+        except channel_errors() as exc:
             chan.close()
             self.close()
             raise Unreachable(f"connection to {self.target.address} lost: {_reason(exc)}") from None
@@ -303,6 +314,15 @@ class SSHTransport:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def channel_errors() -> tuple[type[BaseException], ...]:
+    """What a connection or its channels raise when the connection is gone. A function, so
+    that paramiko is imported only once it is used (an except clause evaluates it only when
+    an exception reaches it)."""
+    import paramiko
+
+    return (OSError, paramiko.SSHException, EOFError)
 
 
 def wait_readable(chan: paramiko.Channel, timeout: float) -> None:
@@ -338,6 +358,8 @@ _NO_SSH_ANSWER = {"No existing session", "Error reading SSH protocol banner"}
 
 
 def _reason(exc: BaseException) -> str:
+    import paramiko
+
     if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
         # paramiko tried each resolved address; report the first underlying failure
         exc = next(iter(exc.errors.values()), exc)

@@ -75,6 +75,9 @@ def sign_in(page, url, next_page="/"):
     page.fill("input[name=password]", "pw-owner-1")
     page.click("[type=submit]")
     page.wait_for_selector("#live-state")
+    # The element comes with the HTML, before the page's scripts have run: a filter changed
+    # before board.js listens would be lost.
+    page.wait_for_load_state("load")
 
 
 def tile(host, index=0):

@@ -258,6 +258,25 @@ def test_serve_runs_web_and_workers_and_stops_both(tmp_path):
     assert "Stopped." in out
 
 
+@pytest.mark.parametrize("command", ["serve", "workers"])
+def test_serve_and_workers_refuse_to_start_on_failed_checks(tmp_path, command):
+    """The checks run in a process of their own (monitoring.supervisor.check_apart): their
+    error still reaches the console, and nothing is started."""
+    env = {**os.environ, "HIVE_DATA_DIR": str(tmp_path), "MONITORING_INTERVAL": "0"}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), command],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "MONITORING_INTERVAL is 0; give a number of seconds above 0." in done.stderr
+    assert "the system checks above failed; nothing was started" in done.stderr
+    assert "Serving on" not in done.stdout and "Workers stopped" not in done.stdout
+
+
 def _wait_for_http(url, seconds=60):
     # A request may take seconds on a loaded machine (the first one loads the URLconf): one
     # given up after 2 s was aborted and asked again, and again, until the deadline.

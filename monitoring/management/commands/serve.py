@@ -13,6 +13,7 @@ from monitoring.loop import ensure_schedules
 from monitoring.supervisor import (
     Supervisor,
     catch_stop_signals,
+    check_apart,
     run_until_signalled,
     stop_group,
 )
@@ -39,11 +40,14 @@ class Command(BaseCommand):
         "by itself, the workers are stopped too."
     )
 
+    requires_system_checks = []  # check_apart() runs them, in a process of their own
+
     def add_arguments(self, parser):
         parser.add_argument("--bind", default="127.0.0.1", help="address to listen on")
         parser.add_argument("--port", type=int, default=8000)
 
     def handle(self, bind, port, **options):
+        check_apart()
         stopping = catch_stop_signals()  # before any child exists: none is left behind
         ensure_schedules()  # the probing loop's watchdog and history retention
         ensure_app_schedules()  # reminders and usage of reservations
