@@ -1,8 +1,12 @@
-"""What each kind of process loads: the web process and the supervisor (`serve`, `workers`)
-never open SSH, so paramiko and its crypto stay out of them (monitoring.transport imports it
-when first used); the supervisor's worker cluster loads it before its workers fork, so they
-share one copy. Each case runs in a fresh interpreter, with the service's own settings."""
+"""Memory by kind of process.
 
+The web process and the supervisor (`serve`, `workers`) never open SSH, so paramiko and its
+crypto stay out of them (monitoring.transport imports it when first used); the supervised
+worker cluster loads it before its workers fork, so they share one copy. Each of these runs
+in a fresh interpreter with the service's own settings. The workers keep what they share
+with the cluster shared (gc.freeze)."""
+
+import gc
 import json
 import os
 import subprocess
@@ -10,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django_q.signals import post_spawn
 
 from monitoring.supervisor import STATE_ENV
 
@@ -71,3 +76,14 @@ def test_ssh_still_works_once_first_used(tmp_path):
     target = SSHTarget("127.0.0.1", port, "nobody", str(tmp_path / "no-key"), connect_timeout=2)
     with pytest.raises(Unreachable, match="connection refused"):
         SSHTransport(target).run(["true"], timeout=2)
+
+
+def test_a_worker_freezes_what_it_inherited_from_the_cluster():
+    """Sent by django-q2 in each worker once forked (monitoring.supervisor); frozen objects
+    are left out of collections, so the pages shared with the cluster stay shared."""
+    gc.unfreeze()
+    try:
+        post_spawn.send(sender="django_q", proc_name="Worker-test")
+        assert gc.get_freeze_count() > 1000
+    finally:
+        gc.unfreeze()
