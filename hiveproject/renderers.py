@@ -31,10 +31,3 @@ class FastJSONRenderer(JSONRenderer):
             rendered = rendered.replace(b"\xe2\x80\xa8", b"\\u2028")
             rendered = rendered.replace(b"\xe2\x80\xa9", b"\\u2029")
         return rendered
-
-
-def iso_time(value, zone) -> str:
-    """A time as DRF's DateTimeField writes it (in the current zone, "Z" for UTC), without
-    its settings lookups per value."""
-    text = value.astimezone(zone).isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text

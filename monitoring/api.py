@@ -13,7 +13,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from hiveproject.pagination import LinkHeaderPagination, paged, paged_rows
-from hiveproject.renderers import iso_time
+from hiveproject.rows import iso_time, plain_values
 
 from .history import DISK_FIELDS, GPU_FIELDS, HOST_FIELDS, retention_limits
 from .models import Device, DiskMetric, GpuMetric, Host, HostMetric, Resolution
@@ -257,10 +257,10 @@ def process_rows(host: Host) -> list[dict]:
 
 def device_rows(queryset) -> list[dict]:
     """The GPUs of queryset (possibly a page) as DeviceSerializer writes them, read with
-    values(): each host's snapshot is read once, not once per GPU, and no model instance or
-    serializer field is made per row."""
+    plain values: each host's snapshot is read once, not once per GPU, and no model instance or
+    serializer field is made per row (hiveproject.rows)."""
     fields = ["id", "host_id", "host__name", "index", "uuid", "name", "memory_total_mib"]
-    rows = list(queryset.values(*fields, "status", "first_seen", "last_seen"))
+    rows = plain_values(queryset, *fields, "status", "first_seen", "last_seen")
     latest = _latest_by_host({row["host_id"] for row in rows})
     zone = timezone.get_current_timezone()
     return [

@@ -11,6 +11,7 @@ from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
 from hiveproject.renderers import FastJSONRenderer
+from hiveproject.rows import plain_values
 from monitoring.models import Device, Host
 from reservations.api import ReservationSerializer, reservation_rows
 from reservations.filters import filter_reservations
@@ -108,3 +109,9 @@ def test_orjson_writes_the_bytes_drf_writes(data):
 def test_the_browsable_api_still_gets_indented_json():
     context = {"indent": 4}
     assert FastJSONRenderer().render({"a": 1}, "application/json", context) == b'{\n    "a": 1\n}'
+
+
+@pytest.mark.django_db
+def test_plain_values_of_a_query_that_cannot_match_are_none():
+    """A filter on no ids makes no query at all (Django's EmptyResultSet)."""
+    assert plain_values(Reservation.objects.filter(pk__in=[]), "id", "start") == []

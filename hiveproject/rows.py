@@ -1,0 +1,35 @@
+"""Rows of the lean list endpoints (a page of reservations, of GPUs): read and written the
+way their serializers would write them, without a model instance or a serializer field per
+row, nor Django's conversion of each value from the database."""
+
+from datetime import UTC
+
+from django.core.exceptions import EmptyResultSet
+from django.db import connections
+
+
+def plain_values(queryset, *fields: str) -> list[dict]:
+    """``queryset.values(*fields)`` as the database driver returns them. Django converts every
+    value it reads: on a page of 1,000 reservations its conversions of the two times of each
+    row (parsing, a settings lookup, making it aware) took twice as long as the query. Only
+    for columns of numbers, text and times, which the drivers return as they are, except that
+    SQLite's times come naive, in UTC (``iso_time`` takes both)."""
+    query = queryset.values(*fields).query
+    try:
+        sql, params = query.get_compiler(using=queryset.db).as_sql()
+    except EmptyResultSet:  # e.g. a filter on an empty list of ids: no query to make
+        return []
+    with connections[queryset.db].cursor() as cursor:
+        cursor.execute(sql, params)
+        return [dict(zip(fields, row, strict=True)) for row in cursor.fetchall()]
+
+
+def iso_time(value, zone) -> str:
+    """A time as DRF's DateTimeField writes it (in the current zone, "Z" for UTC), without
+    its settings lookups per value. A naive time is SQLite's, in UTC (``plain_values``)."""
+    if value.tzinfo is None:
+        if getattr(zone, "key", None) == "UTC":  # the default zone: nothing to convert
+            return value.isoformat() + "Z"
+        value = value.replace(tzinfo=UTC)
+    text = value.astimezone(zone).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
