@@ -4,11 +4,13 @@ supervised django-q2 cluster) while idle, as RSS and as PSS (shared pages counte
 Each checkout given (default: this one) is started with `manage.py serve` on a fresh SQLite
 data dir seeded by `manage.py demo` (12 hosts, 96 GPUs with history, users, bookings, jobs),
 plus host `localhost` probed with the fake nvidia-smi, so the probing loop runs every 2 s.
+With `--ssh-hosts N`, N simulated hosts too (bench/simhosts.py: real sshds on loopback, 8
+GPUs each, a probe session per host), added with `manage.py addhost --file`.
 After `--settle` seconds each process of the service is read from /proc/PID/smaps_rollup:
 RSS, PSS and USS (private pages); then the service is stopped with SIGINT. Checkouts are run
 one after another, `--rounds` times, interleaved, so several trees compare on one machine.
 
-Run: .venv/bin/python bench/memory.py [--settle 60] [--rounds 1] [CHECKOUT ...]
+Run: .venv/bin/python bench/memory.py [--settle 60] [--rounds 1] [--ssh-hosts N] [CHECKOUT ...]
 """
 
 import argparse
@@ -22,6 +24,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from simhosts import give_gpus, host_name, start_servers, stop  # noqa: E402
+
 FIELDS = ("Rss", "Pss", "Private_Clean", "Private_Dirty")
 
 
@@ -75,7 +81,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def seeded_data_dir(checkout: Path, python: str) -> tuple[Path, dict]:
+def seeded_data_dir(checkout: Path, python: str, ssh_hosts: int) -> tuple[Path, dict, list]:
     data_dir = Path(tempfile.mkdtemp(prefix="hive-bench-memory-"))
     env = {
         **os.environ,
@@ -90,11 +96,32 @@ def seeded_data_dir(checkout: Path, python: str) -> tuple[Path, dict]:
     manage = [python, str(checkout / "manage.py")]
     for command in (["migrate", "-v0"], ["demo"], ["addhost", "localhost", "--local"]):
         subprocess.run(manage + command, env=env, cwd=checkout, check=True, capture_output=True)
-    return data_dir, env
+    servers = add_ssh_hosts(manage, env, checkout, data_dir, ssh_hosts) if ssh_hosts else []
+    return data_dir, env, servers
 
 
-def measure(checkout: Path, python: str, settle: float) -> list[tuple[int, str, dict]]:
-    data_dir, env = seeded_data_dir(checkout, python)
+def add_ssh_hosts(manage, env, checkout: Path, data_dir: Path, hosts: int) -> list:
+    """Simulated hosts authorizing the service's key, each a [table] of a hosts file."""
+    key = subprocess.run(
+        [*manage, "sshkey"], env=env, cwd=checkout, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    servers = start_servers(hosts, data_dir / "lab", key)
+    give_gpus(servers, data_dir / "lab", [os.getpid()] * 8)
+    user = subprocess.run(["id", "-un"], capture_output=True, text=True, check=True).stdout
+    tables = [
+        f'[{host_name(addr)}]\naddress = "{addr}"\nport = {server.port}\nuser = "{user.strip()}"\n'
+        for server in servers
+        for addr in server.addresses
+    ]
+    hosts_file = data_dir / "hosts.toml"
+    hosts_file.write_text("\n".join(tables))
+    add = [*manage, "addhost", "--file", str(hosts_file)]
+    subprocess.run(add, env=env, cwd=checkout, check=True, capture_output=True)
+    return servers
+
+
+def measure(checkout: Path, python: str, settle: float, ssh_hosts: int) -> list:
+    data_dir, env, servers = seeded_data_dir(checkout, python, ssh_hosts)
     serve = subprocess.Popen(
         [python, str(checkout / "manage.py"), "serve", "--port", str(free_port())],
         env=env,
@@ -110,6 +137,7 @@ def measure(checkout: Path, python: str, settle: float) -> list[tuple[int, str, 
             values = memory(pid)
             if values and name_of(pid) in ("serve", "daphne", "qcluster"):
                 rows.append((pid, name_of(pid), values))
+        print(f"{checkout}: {hosts_up(python, checkout, env)} hosts up after {settle:g} s")
         return rows
     finally:
         serve.send_signal(signal.SIGINT)
@@ -117,6 +145,24 @@ def measure(checkout: Path, python: str, settle: float) -> list[tuple[int, str, 
             serve.wait(timeout=60)
         except subprocess.TimeoutExpired:
             os.killpg(serve.pid, signal.SIGKILL)
+        for server in servers:
+            stop(server)
+
+
+def hosts_up(python: str, checkout: Path, env: dict) -> str:
+    """ "UP of ALL" from the service's database: the probing loop reached that many."""
+    code = (
+        "from monitoring.models import Host; "
+        "print(Host.objects.filter(status='up').count(), 'of', Host.objects.count())"
+    )
+    done = subprocess.run(
+        [python, str(checkout / "manage.py"), "shell", "-c", code],
+        env=env,
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip() or done.stderr.strip()[-200:]
 
 
 def report(checkout: Path, rows) -> None:
@@ -137,10 +183,12 @@ def main() -> int:
     parser.add_argument("--settle", type=float, default=60, help="seconds before reading")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--ssh-hosts", type=int, default=0, help="simulated SSH hosts to add")
     args = parser.parse_args()
     for _ in range(args.rounds):
         for checkout in args.checkouts:
-            report(checkout, measure(checkout.resolve(), args.python, args.settle))
+            rows = measure(checkout.resolve(), args.python, args.settle, args.ssh_hosts)
+            report(checkout, rows)
     return 0
 
 

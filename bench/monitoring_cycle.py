@@ -50,6 +50,15 @@ django.setup()
 import paramiko  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
+from simhosts import (  # noqa: E402
+    GPUS_PER_HOST,
+    SERVICE_CPUS,
+    give_gpus,
+    host_cpus,
+    host_name,
+    start_servers,
+    stop,
+)
 
 from monitoring import parsers  # noqa: E402
 from monitoring.connections import pool  # noqa: E402
@@ -58,68 +67,21 @@ from monitoring.loop import ProbeLoop  # noqa: E402
 from monitoring.models import Host  # noqa: E402
 from monitoring.probes import probe_argv  # noqa: E402
 from monitoring.transport import SSHTarget, SSHTransport, TransportError  # noqa: E402
-from tests.realparts import FakeGpus, Sshd  # noqa: E402
+from tests.realparts import Sshd  # noqa: E402
 
-GPUS_PER_HOST = 8
 REPEATS = 3
 CYCLES = 5
 WAYS = ["session", "one-shot", "per-host"]
 
 
-def address(i: int) -> str:
-    """The i-th simulated host's address (0-based): 127.0.0.1..250, then 127.0.1.1...."""
-    return f"127.0.{i // 250}.{i % 250 + 1}"
-
-
-def gpu_rows(address: str) -> list[str]:
-    _, _, third, last = address.split(".")
-    return [
-        f"{i}, GPU-{int(third):02d}{int(last):03d}-{i:04d}, 81920, {1000 + i}, {i * 10}, 3, "
-        f"{40 + i}, 250.5, NVIDIA H100 80GB HBM3"
-        for i in range(GPUS_PER_HOST)
-    ]
-
-
-# OpenSSH listens on at most 16 addresses per server (MAX_LISTEN_SOCKS).
-ADDRESSES_PER_SSHD = 16
-SERVICE_CPUS = {0}
-
-
-def host_cpus() -> set[int]:
-    """The CPUs the simulated hosts run on: all but the service's (all, on one CPU)."""
-    return (os.sched_getaffinity(0) | set(range(os.cpu_count()))) - SERVICE_CPUS or {0}
-
-
-def start_servers(max_hosts: int, workdir: Path, fake_root: Path) -> list[Sshd]:
-    """Enough sshds for max_hosts addresses, each on its own port, on the hosts' CPUs, with
-    a clean HOME for the hosts' shells (no start-up files of the account to run)."""
-    home = workdir / "home"
-    home.mkdir()
-    servers = []
-    for first in range(0, max_hosts, ADDRESSES_PER_SSHD):
-        last = min(first + ADDRESSES_PER_SSHD, max_hosts)
-        server = Sshd(workdir / f"sshd-{first}", public_key_line(), fake_root, addresses=1)
-        server.addresses = [address(i) for i in range(first, last)]
-        config = server._config().replace("SetEnv PATH=", f"SetEnv HOME={home} PATH=")
-        server.config.write_text(config)
-        servers.append(server.start())
-        os.sched_setaffinity(server.proc.pid, host_cpus())
-    return servers
-
-
 def setup_lab(max_hosts: int, workdir: Path, pids: list[int]) -> list[Sshd]:
-    fake_root = workdir / "gpus"
-    servers = start_servers(max_hosts, workdir, fake_root)
+    servers = start_servers(max_hosts, workdir, public_key_line())
+    give_gpus(servers, workdir, pids)
     user = subprocess.run(["id", "-un"], capture_output=True, text=True, check=True).stdout
     for server in servers:
         for addr in server.addresses:
-            fake = FakeGpus(fake_root, addr)
-            fake.set_gpus(gpu_rows(addr))
-            uuids = [row.split(", ")[1] for row in gpu_rows(addr)]
-            apps = [f"{u}, {pid}, 500, python" for u, pid in zip(uuids, pids, strict=True)]
-            fake.set_processes(apps)
             Host.objects.create(
-                name=f"node-{addr.replace('.', '-')}",
+                name=host_name(addr),
                 address=addr,
                 port=server.port,
                 username=user.strip(),
@@ -295,15 +257,6 @@ def bench_fresh(n: int, pids: list[int]) -> dict:
         client.close()
     pool.close()
     return {"one": one, "fresh": fresh, "failed": len(failures) // 3, "floor": bare}
-
-
-def stop(sshd: Sshd) -> None:
-    """Stop the server even when one of its connections ended while being signalled."""
-    try:
-        sshd.stop()
-    except ProcessLookupError:
-        sshd.proc.terminate()
-        sshd.proc.wait(timeout=10)
 
 
 def main(sizes: list[int], ways: list[str], fresh: bool, history_step: float) -> None:
