@@ -9,14 +9,26 @@ size, up to ``API_MAX_PAGE_SIZE``.
 """
 
 from django.conf import settings
-from django.core.paginator import InvalidPage
+from django.core.paginator import InvalidPage, Paginator
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 
+class FirstPageUncounted(Paginator):
+    """Cuts the first page without counting the list first: most answers (a filtered list, a
+    week of bookings) fit one page, and then the page's rows, once read, are the count
+    (``LinkHeaderPagination.get_paginated_response``), which saves a query per request."""
+
+    def page(self, number):
+        if str(number) == "1":
+            return self._get_page(self.object_list[: self.per_page], 1, self)
+        return super().page(number)
+
+
 class LinkHeaderPagination(PageNumberPagination):
+    django_paginator_class = FirstPageUncounted
     page_size_query_param = "page_size"
     page_query_description = "Page number (1 = first); the Link header names the others."
     page_size_query_description = (
@@ -51,7 +63,10 @@ class LinkHeaderPagination(PageNumberPagination):
         return self.page.object_list
 
     def get_paginated_response(self, data):
-        response = Response(data, headers={"X-Total-Count": str(self.page.paginator.count)})
+        paginator = self.page.paginator
+        if self.page.number == 1 and len(data) < paginator.per_page:
+            paginator.count = len(data)  # the whole list is on this page: no count query
+        response = Response(data, headers={"X-Total-Count": str(paginator.count)})
         links = self.links()
         if links:
             response["Link"] = ", ".join(f'<{url}>; rel="{rel}"' for rel, url in links)

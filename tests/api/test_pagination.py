@@ -4,6 +4,8 @@ Link and X-Total-Count headers; the page size is a setting; the `hive` client re
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from hive_cli.api import Api
 
 from accesscontrol.services import ensure_default_group
@@ -53,6 +55,21 @@ def test_the_page_size_can_be_asked_for_up_to_the_maximum(client, owner, five_gp
     settings.API_MAX_PAGE_SIZE = 5
     assert "Link" not in client.get("/api/devices/?page_size=5")  # all on one page
     assert len(client.get("/api/devices/?page_size=bad").json()) == 2
+
+
+@pytest.mark.parametrize(("page_size", "counted"), [(5, True), (6, False), (2, True)])
+def test_a_list_on_one_first_page_is_counted_from_its_rows(
+    client, owner, five_gpus, page_size, counted
+):
+    """A first page with fewer rows than its size is the whole list: no COUNT query, and
+    the same headers. A full first page may have more after it: counted as before."""
+    client.force_login(owner)
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(f"/api/devices/?page_size={page_size}")
+    assert response["X-Total-Count"] == "5"
+    assert len(response.json()) == min(page_size, 5)
+    assert ("next" in links(response)) == (page_size < 5)
+    assert any("COUNT(" in q["sql"].upper() for q in queries.captured_queries) == counted
 
 
 def test_a_page_past_the_end_is_a_404_in_the_error_shape(client, owner, five_gpus):
