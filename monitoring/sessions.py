@@ -151,15 +151,22 @@ class Sessions:
         while waiting and (remaining := deadline - time.monotonic()) > 0:
             for key, _ in self.selector.select(remaining):
                 session = key.data
+                pk = session.host.pk
                 text = session.answer()
+                if session.ended:
+                    self.discard(pk)
+                if pk not in waiting:
+                    # It answered earlier in this round and has ended since: the next
+                    # cycle starts it again. Reported now, the host would be probed and
+                    # recorded twice in one cycle.
+                    continue
                 if text is not None:
                     answers.append((session, text))
                 elif session.ended:
                     ended.append(session.host)
-                    self.discard(session.host.pk)
                 else:
                     continue
-                waiting.discard(session.host.pk)
+                waiting.discard(pk)
         return answers, ended
 
     def overdue(self) -> list[tuple[Host, ProbeResult]]:
