@@ -78,7 +78,10 @@ def _start_and_watch(page, commands):
         return "exit 0" in page.inner_text("#status")
 
     assert wait_for(finished, timeout=180, step=1)
-    assert "rank 0/2 finished" in page.inner_text("#log")
+    # The end is recorded before the log's last part is fetched (the same sync, just after):
+    # a poll between the two shows "exit 0" first, and the page polls on until the log is
+    # complete.
+    assert wait_for(lambda: "rank 0/2 finished" in page.inner_text("#log"), timeout=20)
     assert re.search(r"rank 0/2 step 0 loss", page.inner_text("#log"))
     for task in tasks:
         task.refresh_from_db()
