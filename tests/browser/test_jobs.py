@@ -83,6 +83,14 @@ def _start_and_watch(page, commands):
     # complete.
     assert wait_for(lambda: "rank 0/2 finished" in page.inner_text("#log"), timeout=20)
     assert re.search(r"rank 0/2 step 0 loss", page.inner_text("#log"))
+
+    # Rank 1, on the other host, may end a moment after rank 0, whose page is watched.
+    def all_ended():
+        sync_running()
+        return all(t.status in Task.ENDED for t in Task.objects.filter(pk__in=ids))
+
+    ids = [task.pk for task in tasks]
+    assert wait_for(all_ended, timeout=60, step=1)
     for task in tasks:
         task.refresh_from_db()
         assert (task.status, task.exit_code) == (Task.Status.EXITED, 0)
