@@ -40,8 +40,7 @@ def host_cpus() -> set[int]:
 
 def start_servers(hosts: int, workdir: Path, public_key: str) -> list[Sshd]:
     """Enough sshds for ``hosts`` addresses, each on its own port, authorizing the service's
-    key; each address gets its fake GPUs (under workdir/gpus), with one process per GPU whose
-    pid is one of ``pids`` (real processes, so that `ps` finds them)."""
+    key, on the hosts' CPUs; their fake GPUs are read from workdir/gpus (``give_gpus``)."""
     fake_root = workdir / "gpus"
     home = workdir / "home"
     home.mkdir(parents=True)

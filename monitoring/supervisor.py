@@ -50,16 +50,16 @@ log = logging.getLogger("gpuhive.workers")
 # Set by the supervisor for its cluster: where the workers note their tasks.
 STATE_ENV = "HIVE_WORKERS_STATE"
 ACTIVITY = "workers"
+BEAT_TASK = "monitoring.supervisor.beat"
+SUMMARY_EVERY = 60  # seconds between the console's summary lines
+KEEP_STOPPED = timedelta(days=7)
+MANAGE = Path(__file__).resolve().parents[1] / "manage.py"
 
 if os.environ.get(STATE_ENV):
     # This is the supervisor's cluster, whose workers it forks: paramiko (with cryptography,
     # about 20 MiB), which the probing loop and the SSH actions use and monitoring.transport
     # imports only when first used, is loaded before they fork, so they share one copy.
     import paramiko  # noqa: F401
-BEAT_TASK = "monitoring.supervisor.beat"
-SUMMARY_EVERY = 60  # seconds between the console's summary lines
-KEEP_STOPPED = timedelta(days=7)
-MANAGE = Path(__file__).resolve().parents[1] / "manage.py"
 
 
 def beat() -> str:

@@ -66,7 +66,6 @@ def test_the_supervised_cluster_loads_paramiko_before_its_workers_fork(tmp_path)
     assert "paramiko" in top_modules(SETUP_ONLY, tmp_path, **{STATE_ENV: str(tmp_path)})
 
 
-@pytest.mark.django_db
 def test_ssh_still_works_once_first_used(tmp_path):
     """The lazy import: the first SSH error names the problem as before."""
     from monitoring.transport import SSHTarget, SSHTransport, Unreachable

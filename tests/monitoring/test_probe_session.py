@@ -16,6 +16,7 @@ from monitoring.loop import ProbeLoop
 from monitoring.models import Host
 from monitoring.probes import probe_host
 from monitoring.sessions import Sessions, start_session
+from tests.jobs.conftest import wait_for
 from tests.monitoring.conftest import make_host
 from tests.monitoring.test_ssh_probe import UUID0, UUID1, accepted_logins, gpu_row
 from tests.realparts import Sshd, _children
@@ -190,13 +191,6 @@ def test_a_loop_that_ends_leaves_no_remote_loop_behind(ssh_host, lab, fast):
     assert session_pids(ssh_host) == []
 
 
-def wait_until(condition, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {seconds}s: {condition}"
-        time.sleep(0.05)
-
-
 def test_a_session_that_answers_then_ends_is_collected_once(ssh_host, sshd, lab, gpus, settings):
     """Its answer counts; that it ended is the next cycle's business. Reported as ended too,
     the loop probed the host again at once and recorded it twice in one cycle (seen in
@@ -212,10 +206,10 @@ def test_a_session_that_answers_then_ends_is_collected_once(ssh_host, sshd, lab,
         gpus("127.0.0.3").set_mode("hang")  # node-3 keeps the round waiting
         hanging.ask(slow, versions=False)
         answering.ask(ssh_host, versions=False)
-        wait_until(answering.channel.recv_ready, 10)
+        assert wait_for(answering.channel.recv_ready, timeout=10)
         time.sleep(0.5)  # the whole sample (written at once) is in
         os.kill(session_pids(ssh_host)[0], signal.SIGKILL)
-        wait_until(lambda: answering.ended, 10)  # answered, then ended: both wait unread
+        assert wait_for(lambda: answering.ended, timeout=10)  # answered, ended: both unread
         answers, ended = sessions.collect(time.monotonic() + 2)
         assert ssh_host.pk not in sessions.by_host  # ended: the next cycle starts it again
     finally:
