@@ -2,10 +2,14 @@
 
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hiveproject.settings")
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)  # as django.core.asgi.get_asgi_application does
+
+from hiveproject.asgi_handler import OneThreadASGIHandler  # noqa: E402
+
+django_asgi_app = OneThreadASGIHandler()
 
 # Imported after Django is set up: routing modules import models.
 from channels.auth import AuthMiddlewareStack  # noqa: E402

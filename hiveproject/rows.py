@@ -14,13 +14,23 @@ def plain_values(queryset, *fields: str) -> list[dict]:
     row (parsing, a settings lookup, making it aware) took twice as long as the query. Only
     for columns of numbers, text and times, which the drivers return as they are, except that
     SQLite's times come naive, in UTC (``iso_time`` takes both)."""
-    query = queryset.values(*fields).query
+    statement = values_statement(queryset, *fields)
+    return fetch_values(queryset.db, statement, fields) if statement else []
+
+
+def values_statement(queryset, *fields: str) -> tuple[str, tuple] | None:
+    """The SQL and parameters of ``queryset.values(*fields)``, each column named as its field;
+    None when the query cannot match anything (e.g. a filter on an empty list of ids)."""
     try:
-        sql, params = query.get_compiler(using=queryset.db).as_sql()
-    except EmptyResultSet:  # e.g. a filter on an empty list of ids: no query to make
-        return []
-    with connections[queryset.db].cursor() as cursor:
-        cursor.execute(sql, params)
+        return queryset.values(*fields).query.get_compiler(using=queryset.db).as_sql()
+    except EmptyResultSet:
+        return None
+
+
+def fetch_values(using: str, statement: tuple[str, tuple], fields) -> list[dict]:
+    """The rows of a ``values_statement``, as in ``plain_values``."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(*statement)
         return [dict(zip(fields, row, strict=True)) for row in cursor.fetchall()]
 
 

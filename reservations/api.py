@@ -2,6 +2,7 @@
 
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import connections
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import exceptions, serializers, status, viewsets
@@ -9,8 +10,8 @@ from rest_framework.response import Response
 
 from hiveproject.ids import IdField
 from hiveproject.pagination import paged_rows
-from hiveproject.rows import iso_time, plain_values
-from monitoring.models import Device
+from hiveproject.rows import fetch_values, iso_time, values_statement
+from monitoring.models import Device, Host
 
 from . import services
 from .filters import filter_reservations
@@ -113,8 +114,11 @@ def reservation_rows(queryset) -> list[dict]:
     ReservationSerializer writes them, read as plain values: two queries, and no model
     instance, related manager or serializer field per row, which cost ten times the SQL."""
     fields = ["id", "title", "description", "start", "end", "owner__username", "status", "note"]
-    rows = plain_values(queryset.prefetch_related(None), *fields)
-    devices = _device_ids(queryset)
+    page = values_statement(queryset.prefetch_related(None), *fields)
+    if page is None:
+        return []
+    rows = fetch_values(queryset.db, page, fields)
+    devices = _device_ids(queryset.db, page)
     zone = timezone.get_current_timezone()
     return [
         {
@@ -132,13 +136,25 @@ def reservation_rows(queryset) -> list[dict]:
     ]
 
 
-def _device_ids(queryset) -> dict[int, list[int]]:
+def _device_ids(using: str, page: tuple[str, tuple]) -> dict[int, list[int]]:
     """Each reservation's GPU ids, in the GPUs' own order (host name, index). The
-    reservations are named by their own query (the page's, sliced) as a subquery: a list of
-    1,000 ids as parameters cost Django and SQLite eight times more than that query again."""
-    slots = ReservedDevice.objects.filter(reservation_id__in=queryset.values("pk"))
-    pairs = slots.order_by("device__host__name", "device__index", "device_id")
+    reservations are named by the page's own statement, already compiled for its rows, as a
+    subquery. Through the ORM, building and compiling this query (the page's filters nested
+    in it) took twice as long as running it; a list of the page's ids as parameters, eight
+    times longer for 1,000 of them."""
+    quote = connections[using].ops.quote_name
+    slot, gpu, host = (quote(model._meta.db_table) for model in (ReservedDevice, Device, Host))
+    page_sql, params = page
+    # Identifiers quoted by the backend; the page's SQL is Django's, with its parameters apart.
+    sql = (
+        f"SELECT s.reservation_id, s.device_id FROM {slot} s"  # noqa: S608
+        f" INNER JOIN {gpu} g ON g.id = s.device_id INNER JOIN {host} h ON h.id = g.host_id"
+        f" WHERE s.reservation_id IN (SELECT page.id FROM ({page_sql}) page)"
+        f" ORDER BY h.name, g.{quote('index')}, s.device_id"
+    )
     devices = {}
-    for reservation_id, device_id in pairs.values_list("reservation_id", "device_id"):
-        devices.setdefault(reservation_id, []).append(device_id)
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, params)
+        for reservation_id, device_id in cursor.fetchall():
+            devices.setdefault(reservation_id, []).append(device_id)
     return devices

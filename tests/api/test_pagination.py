@@ -106,8 +106,12 @@ def test_the_schema_documents_the_page_parameters_and_headers(client, owner):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_client_reads_every_page(live_server, owner, settings):
-    settings.API_PAGE_SIZE = 2
+    settings.API_PAGE_SIZE = 1
+    settings.API_MAX_PAGE_SIZE = 2  # the client asks for more; the server's cap wins
     host = Host.objects.create(name="node-1", address="10.0.0.1")
     gpus = [Device.objects.create(host=host, index=i, uuid=f"GPU-{i}") for i in range(5)]
     api = Api(live_server.url, issue_token(owner, "cli")[1])
+    pages = []
+    api.http.event_hooks["response"].append(pages.append)
     assert [d["id"] for d in api.get("devices/")] == [g.pk for g in gpus]
+    assert len(pages) == 3  # pages of the largest size allowed, not of the default
