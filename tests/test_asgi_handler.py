@@ -1,13 +1,16 @@
-"""The ASGI entry point runs each request's middleware and view in one thread
-(hiveproject/asgi_handler.py): the chain is synchronous, and requests still get answers."""
+"""The ASGI entry point runs each request's middleware and view in one thread, kept for
+later requests (hiveproject/asgi_handler.py): the chain is synchronous, requests still get
+answers, and threads are reused."""
 
 import asyncio
+import threading
 
 import pytest
 from asgiref.sync import iscoroutinefunction
 from channels.testing import HttpCommunicator
 
 from hiveproject.asgi import application, django_asgi_app
+from hiveproject.asgi_handler import IdleThreads
 
 
 def test_the_middleware_chain_is_built_for_one_thread():
@@ -15,17 +18,59 @@ def test_the_middleware_chain_is_built_for_one_thread():
     assert not iscoroutinefunction(django_asgi_app._middleware_chain)
 
 
-@pytest.mark.django_db(transaction=True)
-def test_requests_are_answered_through_the_asgi_application(owner):
+async def answer(path: str, secret: str) -> dict:
+    """The answer to a GET, once the request has ended as a server lets it end."""
+    headers = [(b"host", b"localhost"), (b"authorization", f"Bearer {secret}".encode())]
+    communicator = HttpCommunicator(application, "GET", path, headers=headers)
+    response = await communicator.get_response(timeout=30)
+    await communicator.wait(timeout=30)
+    return response
+
+
+@pytest.fixture
+def secret(owner):
     from apitokens.services import issue_token
 
-    _, secret = issue_token(owner, "asgi")
-    headers = [(b"host", b"localhost"), (b"authorization", f"Bearer {secret}".encode())]
+    return issue_token(owner, "asgi")[1]
 
-    async def get(path):
-        return await HttpCommunicator(application, "GET", path, headers=headers).get_response()
 
-    answer = asyncio.run(get("/api/reservations/"))
-    assert answer["status"] == 200 and answer["body"] == b"[]"
-    refused = asyncio.run(get("/api/reservations/?page=0"))  # an error through the same path
+@pytest.mark.django_db(transaction=True)
+def test_requests_are_answered_through_the_asgi_application(secret):
+    response = asyncio.run(answer("/api/reservations/", secret))
+    assert response["status"] == 200 and response["body"] == b"[]"
+    refused = asyncio.run(answer("/api/reservations/?page=0", secret))  # an error answer
     assert refused["status"] == 400 and b"whole number" in refused["body"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_requests_one_after_another_reuse_one_thread(secret):
+    """Django would start a thread per request and join it at the end; ours are kept."""
+    django_asgi_app.threads.idle.clear()
+    before = set(threading.enumerate())
+
+    async def three():
+        for _ in range(3):
+            assert (await answer("/api/reservations/", secret))["status"] == 200
+
+    asyncio.run(three())
+    started = [t for t in threading.enumerate() if t not in before]
+    assert [t.name for t in started] == ["request_0"]
+    assert len(django_asgi_app.threads.idle) == 1
+
+
+def test_a_thread_still_working_cut_off_or_beyond_the_idle_limit_is_not_kept():
+    threads = IdleThreads(keep=1)
+    kept, busy, cut, extra = (threads.take() for _ in range(4))
+    assert len({kept, busy, cut, extra}) == 4
+    release = threading.Event()
+    busy.submit(release.wait)  # a view still running after its client left
+    threads.give_back(kept)
+    threads.give_back(busy)
+    threads.give_back(cut, reusable=False)  # a request the server cancelled
+    threads.give_back(extra)
+    assert threads.idle == [kept]
+    assert threads.take() is kept
+    release.set()
+    busy.shutdown(wait=True)
+    assert not busy.pending
+    assert busy._shutdown and cut._shutdown and extra._shutdown
