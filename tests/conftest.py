@@ -59,7 +59,7 @@ PROFILE_PATHS = (
     "tests/monitoring/test_steady_recording.py",  # bulk writes (executemany) per database
     "tests/queueing/test_fairshare.py",  # decayed usage aggregated in SQL
     "tests/security/test_edges_proxy.py",  # counters shared by web processes (DB cache, Redis)
-    "tests/test_asgi_handler.py",  # request threads kept with their database connections
+    "tests/api/test_asgi_handler.py",  # request threads kept with their database connections
 )
 
 

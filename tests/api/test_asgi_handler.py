@@ -27,30 +27,23 @@ async def answer(path: str, secret: str) -> dict:
     return response
 
 
-@pytest.fixture
-def secret(owner):
-    from apitokens.services import issue_token
-
-    return issue_token(owner, "asgi")[1]
-
-
 @pytest.mark.django_db(transaction=True)
-def test_requests_are_answered_through_the_asgi_application(secret):
-    response = asyncio.run(answer("/api/reservations/", secret))
+def test_requests_are_answered_through_the_asgi_application(owner_secret):
+    response = asyncio.run(answer("/api/reservations/", owner_secret))
     assert response["status"] == 200 and response["body"] == b"[]"
-    refused = asyncio.run(answer("/api/reservations/?page=0", secret))  # an error answer
+    refused = asyncio.run(answer("/api/reservations/?page=0", owner_secret))  # an error answer
     assert refused["status"] == 400 and b"whole number" in refused["body"]
 
 
 @pytest.mark.django_db(transaction=True)
-def test_requests_one_after_another_reuse_one_thread(secret):
+def test_requests_one_after_another_reuse_one_thread(owner_secret):
     """Django would start a thread per request and join it at the end; ours are kept."""
     django_asgi_app.threads.idle.clear()
     before = set(threading.enumerate())
 
     async def three():
         for _ in range(3):
-            assert (await answer("/api/reservations/", secret))["status"] == 200
+            assert (await answer("/api/reservations/", owner_secret))["status"] == 200
 
     asyncio.run(three())
     started = [t for t in threading.enumerate() if t not in before]
