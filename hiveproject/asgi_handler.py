@@ -20,6 +20,7 @@ recycle its database connections, the middleware and view, closing the answer) r
 one after another, and no other request's.
 """
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
@@ -47,13 +48,20 @@ class IdleThreads:
     only, so no lock. A thread given back ends instead of waiting when it still works, when
     ``keep`` others wait already, or when its request did not end as Django ends one (the
     server cancelled it): then its database connections may not have been closed or given
-    back to their pool, and end with it."""
+    back to their pool, and end with it.
+
+    A process forked after requests were served (a pre-forking server, the test servers)
+    inherits copies of the idle executors but not their threads: work given to one would
+    wait forever. So the first request in a new process forgets them."""
 
     def __init__(self, keep: int = 16):
         self.keep = keep
         self.idle: list[RequestThread] = []
+        self.pid = os.getpid()
 
     def take(self) -> RequestThread:
+        if self.pid != os.getpid():
+            self.idle, self.pid = [], os.getpid()
         return self.idle.pop() if self.idle else RequestThread()
 
     def give_back(self, thread: RequestThread, reusable: bool = True) -> None:

@@ -3,6 +3,8 @@ later requests (hiveproject/asgi_handler.py): the chain is synchronous, requests
 answers, and threads are reused."""
 
 import asyncio
+import multiprocessing
+import os
 import threading
 
 import pytest
@@ -67,3 +69,23 @@ def test_a_thread_still_working_cut_off_or_beyond_the_idle_limit_is_not_kept():
     busy.shutdown(wait=True)
     assert not busy.pending
     assert busy._shutdown and cut._shutdown and extra._shutdown
+
+
+def test_a_forked_process_starts_threads_of_its_own():
+    """A process forked after requests were served (the test servers are) inherits the idle
+    executors but not their threads: work given to one would wait forever, and the first
+    request in the child hung until its client gave up."""
+    threads = IdleThreads()
+    served = threads.take()
+    served.submit(int).result()  # its thread starts
+    threads.give_back(served)  # and waits, in this process
+    forked = multiprocessing.get_context("fork")
+    answers = forked.SimpleQueue()
+
+    def serve_one():
+        answers.put(threads.take().submit(os.getpid).result(timeout=10))
+
+    child = forked.Process(target=serve_one)
+    child.start()
+    child.join(timeout=30)
+    assert child.exitcode == 0 and answers.get() == child.pid
