@@ -18,7 +18,19 @@ from .transport import CommandTimeout, HostKey, TransportError
 # `-q -d COMPUTE` (older drivers refuse --version; the COMPUTE section keeps that report
 # short); being a third nvidia-smi run, only when asked. CPU utilisation is not measured
 # here: each caller prints two /proc/stat lines as the "@@stat" section.
+#
+# It runs on the lab's GPU servers every interval, beside their users' work, so it starts
+# only the programs that do the measuring (nvidia-smi under timeout, ps, df): the GPU
+# processes' pids, memory and the last df line are read with the shell's own `read`, `case`
+# and parameter expansions, not grep, awk, paste, tail or head (from 15 programs a sample to
+# 7; bench/probe_host_cost.py). The CPU count and model (2 greps over /proc/cpuinfo) come
+# from $hive_cpuinfo when the caller read them already: the session reads them at its start
+# and again when versions are asked (after a host was down, on "probe now").
 SAMPLE_FUNCTION = f"""
+cpuinfo() {{
+grep -c '^processor' /proc/cpuinfo
+grep -m1 -E '^(model name|Hardware|Processor|cpu model)[[:space:]]*:' /proc/cpuinfo
+}}
 sample() {{
 V="$1"; T="$2"; shift 2
 gq=$(timeout -k 2 "$T" nvidia-smi --query-gpu={",".join(parsers.GPU_QUERY_FIELDS)} \\
@@ -28,7 +40,14 @@ if [ "$grc" -eq 0 ]; then
   aq=$(timeout -k 2 "$T" nvidia-smi --query-compute-apps={",".join(parsers.APP_QUERY_FIELDS)} \\
 --format=csv,noheader,nounits 2>&1); arc=$?
   echo "@@apps $arc"; printf '%s\\n' "$aq"
-  pids=$(printf '%s\\n' "$aq" | awk -F', *' '$2 ~ /^[0-9]+$/ {{print $2}}' | paste -sd, -)
+  # The second field of each line, where it is a number: the pids to look up.
+  pids=; ifs=$IFS; IFS='
+'; set -f
+  for line in $aq; do
+    pid=${{line#*,}}; pid=${{pid#"${{pid%%[! ]*}}"}}; pid=${{pid%%,*}}
+    case $pid in ''|*[!0-9]*) ;; *) pids=$pids${{pids:+,}}$pid ;; esac
+  done
+  IFS=$ifs; set +f
   echo "@@ps"
   if [ -n "$pids" ]; then ps -ww -o pid=,uid=,user:64=,args= -p "$pids"; fi
   if [ "$V" = 1 ]; then
@@ -37,12 +56,19 @@ if [ "$grc" -eq 0 ]; then
 timeout -k 2 "$T" nvidia-smi -q -d COMPUTE 2>/dev/null
   fi
 fi
-echo "@@meminfo"; grep -E '^(MemTotal|MemAvailable):' /proc/meminfo
-echo "@@cpuinfo"; grep -c '^processor' /proc/cpuinfo
-grep -m1 -E '^(model name|Hardware|Processor|cpu model)[[:space:]]*:' /proc/cpuinfo
+echo "@@meminfo"
+while IFS= read -r line; do
+  case $line in
+    MemTotal:*) printf '%s\\n' "$line" ;;
+    MemAvailable:*) printf '%s\\n' "$line"; break ;;
+  esac
+done < /proc/meminfo
+echo "@@cpuinfo"
+if [ -n "$hive_cpuinfo" ]; then printf '%s\\n' "$hive_cpuinfo"; else cpuinfo; fi
 echo "@@disks"
 for p in "$@"; do
-  if [ -e "$p" ]; then printf '%s\\n%s\\n' "$p" "$(df -P -k -- "$p" 2>/dev/null | tail -n 1)"; fi
+  if [ -e "$p" ]; then usage=$(df -P -k -- "$p" 2>/dev/null); printf '%s\\n%s\\n' "$p" "${{usage##*
+}}"; fi
 done
 }}
 """
@@ -52,7 +78,8 @@ done
 PROBE_SCRIPT = (
     SAMPLE_FUNCTION
     + """
-s0=$(head -n1 /proc/stat); sleep 0.2; s1=$(head -n1 /proc/stat)
+hive_cpuinfo=
+read -r s0 < /proc/stat; sleep 0.2; read -r s1 < /proc/stat
 sample "$@"
 printf '@@stat\\n%s\\n%s\\n' "$s0" "$s1"
 """
@@ -70,9 +97,11 @@ SESSION_SCRIPT = (
     + """
 exec 2>/dev/null
 T="$1"; shift
-prev=$(head -n1 /proc/stat); sleep 0.2
+hive_cpuinfo=$(cpuinfo)
+read -r prev < /proc/stat; sleep 0.2
 while read -r V; do
-  out=$(sample "$V" "$T" "$@"); now=$(head -n1 /proc/stat)
+  if [ "$V" = 1 ]; then hive_cpuinfo=$(cpuinfo); fi
+  out=$(sample "$V" "$T" "$@"); read -r now < /proc/stat
   printf '%s\\n@@stat\\n%s\\n%s\\n@@end\\n' "$out" "$prev" "$now"
   prev=$now
 done
