@@ -29,6 +29,14 @@ TICKER = (
     '    print("tick", i); time.sleep(0.2)\n'
     "sys.exit(int(sys.argv[2]))' {ticks} {code}"
 )
+# Prints a line, then waits for the file named {gate} before its last line and exit: the
+# test decides when it ends, whatever the machine's load.
+GATED = (
+    f"{sys.executable} -u -c 'import os, sys, time\n"
+    'print("before the gate")\n'
+    "while not os.path.exists(sys.argv[1]): time.sleep(0.05)\n"
+    'print("after the gate")\' {gate}'
+)
 
 
 HOUR = timedelta(hours=1)
@@ -193,10 +201,11 @@ def test_a_task_that_cannot_start_says_why_and_fails(runner, node, settings):
     assert task.status == Task.Status.FAILED and "screen session" in task.error
 
 
-def test_the_log_is_followed_from_an_offset(client, runner, node):
+def test_the_log_is_followed_from_an_offset(client, runner, node, tmp_path):
     """The page serves the log as the workers fetch it after each cycle (with the sync),
     and once more after the end, so the pieces add up to the whole file."""
-    task = services.spawn_task(make_task(runner, node, TICKER, ticks=12, code=0), runner)
+    gate = tmp_path / "gate"
+    task = services.spawn_task(make_task(runner, node, GATED, gate=str(gate)), runner)
     client.force_login(runner)
     url = f"/jobs/tasks/{task.pk}/log.json"
     assert client.get(url).json()["text"] == ""  # nothing fetched yet: no host asked
@@ -206,7 +215,8 @@ def test_the_log_is_followed_from_an_offset(client, runner, node):
         return (p := client.get(url).json())["text"] and p
 
     first = wait_for(fetched)
-    assert not first["complete"]
+    assert first["text"] == "before the gate\n" and not first["complete"]
+    gate.touch()
     assert wait_for(lambda: sync_running() and Task.objects.get(pk=task.pk).status == "exited")
     rest = client.get(f"{url}?offset={first['next_offset']}").json()
     assert first["text"] + rest["text"] == Path(task.log_path).read_text()
