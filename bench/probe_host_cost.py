@@ -24,6 +24,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 FAKE_BIN = ROOT / "tests" / "fake_bin"
+
+from simhosts import gpu_rows  # noqa: E402  (the benchmarks' simulated hosts' GPUs)
+
+from tests.realparts import FakeGpus  # noqa: E402
+
 END = b"@@end\n"
 
 
@@ -42,16 +47,10 @@ def session_script(tree: Path) -> str:
 
 def fake_host(workdir: Path, pids: list[int]) -> dict:
     """The environment of a host with 8 fake GPUs, one of ``pids`` on each."""
-    host = workdir / "gpus" / "local"
-    host.mkdir(parents=True)
-    (host / "mode").write_text("normal")
-    rows = [
-        f"{i}, GPU-bench-{i:04d}, 81920, {1000 + i}, {i * 10}, 3, {40 + i}, 250.5, NVIDIA H100"
-        for i in range(8)
-    ]
-    (host / "query-gpu.csv").write_text("".join(r + "\n" for r in rows))
-    apps = [f"GPU-bench-{i:04d}, {pid}, 500, python" for i, pid in enumerate(pids)]
-    (host / "query-compute-apps.csv").write_text("".join(a + "\n" for a in apps))
+    fake = FakeGpus(workdir / "gpus", "local")  # the name the fake uses without SSH
+    fake.set_gpus(gpu_rows("127.0.0.1"))
+    uuids = [row.split(", ")[1] for row in gpu_rows("127.0.0.1")]
+    fake.set_processes([f"{u}, {pid}, 500, python" for u, pid in zip(uuids, pids, strict=True)])
     env = {k: v for k, v in os.environ.items() if k != "SSH_CONNECTION"}
     env.update(FAKE_GPU_DIR=str(workdir / "gpus"), PATH=f"{FAKE_BIN}:{os.environ['PATH']}")
     return env
