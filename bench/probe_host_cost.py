@@ -7,8 +7,12 @@ nvidia-smi) with one real process on each, and the default disk paths. Reports, 
 the CPU time (user + system) of the loop and everything it started, and the processes it
 started (counted with strace, when installed). With --baseline DIR, DIR's script (another
 checkout) runs in the same rounds, the two taking turns, so the ratio holds under load.
+With --other-processes N, N more sleeping processes stand for the host's other work (a busy
+GPU server runs hundreds: data loader workers, shells, daemons), which a `ps` that reads
+every process pays for.
 
 Run: .venv/bin/python bench/probe_host_cost.py [--samples 200] [--rounds 3] [--baseline DIR]
+[--other-processes N]
 """
 
 import argparse
@@ -89,15 +93,16 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--baseline", type=Path, help="another checkout, measured alongside")
+    parser.add_argument("--other-processes", type=int, default=0, help="the host's other work")
     args = parser.parse_args()
     trees = {"this checkout": ROOT}
     if args.baseline:
         trees["baseline"] = args.baseline.resolve()
     scripts = {name: session_script(tree) for name, tree in trees.items()}
     workdir = Path(tempfile.mkdtemp(prefix="hive-bench-probe-"))
-    sleepers = [subprocess.Popen(["sleep", "3600"]) for _ in range(8)]
+    sleepers = [subprocess.Popen(["sleep", "3600"]) for _ in range(8 + args.other_processes)]
     try:
-        env = fake_host(workdir, [s.pid for s in sleepers])
+        env = fake_host(workdir, [s.pid for s in sleepers[:8]])
         trace = workdir / "trace" if shutil.which("strace") else None
         per_sample = {name: [] for name in scripts}
         started = {}
@@ -113,7 +118,10 @@ def main() -> None:
                 f"round {round_ + 1}: load {load:.1f}, "
                 + ", ".join(f"{n} {per_sample[n][-1]:.2f} ms" for n in order)
             )
-        print(f"\n{args.samples} samples per round, 8 GPUs with a process each, 2 disk paths:")
+        print(
+            f"\n{args.samples} samples per round, 8 GPUs with a process each, 2 disk paths, "
+            f"{args.other_processes} other processes:"
+        )
         print(f"{'':>16} {'CPU ms per sample (median)':>28} {'processes per sample':>22}")
         for name in scripts:
             count = "-" if started[name] is None else f"{started[name]:.1f}"

@@ -141,7 +141,7 @@ def parse_app_query(text: str, fields: list[str] = APP_QUERY_FIELDS) -> list[tup
 
 
 def parse_ps(text: str) -> dict[int, PsEntry]:
-    """Output of ``ps -ww -o pid=,uid=,user:64=,args= -p PIDS``, keyed by PID."""
+    """Output of ``ps -ww -o pid=,uid=,user:64=,args= -q PIDS`` (or ``-p``), keyed by PID."""
     entries = {}
     for line in text.splitlines():
         parts = line.split(None, 3)

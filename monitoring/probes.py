@@ -49,7 +49,12 @@ if [ "$grc" -eq 0 ]; then
   done
   IFS=$ifs; set +f
   echo "@@ps"
-  if [ -n "$pids" ]; then ps -ww -o pid=,uid=,user:64=,args= -p "$pids"; fi
+  # -q reads only these pids (-p reads every process on the host and keeps these: its cost
+  # grows with the host's process count); procps before 3.3.7 has no -q, hence -p after.
+  if [ -n "$pids" ]; then
+    psfmt=pid=,uid=,user:64=,args=
+    ps -ww -o "$psfmt" -q "$pids" 2>/dev/null || ps -ww -o "$psfmt" -p "$pids"
+  fi
   if [ "$V" = 1 ]; then
     echo "@@driver"
     timeout -k 2 "$T" nvidia-smi --version 2>/dev/null || \\

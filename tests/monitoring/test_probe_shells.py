@@ -89,3 +89,27 @@ def test_a_probe_session_reads_alike_under_each_shell(shell, local_gpus):
     assert len(samples) == 4 and samples[-1] == ""
     for sample, versions in zip(samples, [True, False, True], strict=False):
         check(sample, first, second, versions)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_procps_without_quick_pid_selection_is_asked_again_with_p(shell, local_gpus, tmp_path):
+    """procps before 3.3.7 (RHEL 6) refuses `ps -q`: the probe asks again with `-p`, and sees
+    the same processes."""
+    require(shutil.which(shell), f"{shell} is not installed")
+    env, first, second = local_gpus
+    old_procps = tmp_path / "old-procps"
+    old_procps.mkdir()
+    ps = old_procps / "ps"
+    ps.write_text(
+        "#!/bin/sh\n"
+        'for arg in "$@"; do\n'
+        '  if [ "$arg" = -q ]; then echo "ERROR: Unsupported option (BSD syntax)" >&2; exit 1; fi\n'
+        "done\n"
+        f'exec {shutil.which("ps")} "$@"\n'
+    )
+    ps.chmod(0o755)
+    env["PATH"] = f"{old_procps}:{env['PATH']}"
+    argv = [shell, "-c", PROBE_SCRIPT, "probe", "1", "10", "/", "/no/such/path"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=True)
+    check(done.stdout, first, second)
+    assert "Unsupported option" not in done.stdout + done.stderr
