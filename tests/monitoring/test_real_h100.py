@@ -39,6 +39,20 @@ def test_the_probe_reads_the_h100_its_process_and_the_machine():
     assert [d.path for d in result.disks] == ["/", "/home"]
 
 
+def test_the_probe_with_ps_q_reads_the_h100s_process():
+    """The same probe after ps -q replaced ps -p (procps-ng 4.0.4 there), taken on a later
+    machine of the same kind: the process is found and its owner and command are read."""
+    result = probed(fixture("probe-output-ps-q.txt"))
+    assert (result.status, result.error) == ("up", None)
+    [gpu] = result.gpus
+    [process] = result.as_json()["processes"]
+    assert (process["gpu_uuid"], process["pid"], process["user"]) == (gpu.uuid, 28734, "root")
+    assert (process["memory_mib"], gpu.memory_used_mib) == (630, 639)
+    assert process["command"].startswith("python3 -c import torch,time;")
+    assert (result.driver_version, result.cuda_version) == ("580.159.04", "13.0")
+    assert [d.path for d in result.disks] == ["/"]
+
+
 def test_the_probe_session_answers_each_line_with_a_whole_sample():
     samples = fixture("session-output.txt").split(f"\n{SESSION_END}\n")
     assert samples[-1] == ""  # each sample is closed by the end marker
