@@ -24,6 +24,10 @@ connection per thread (HTTP/1.1 keep-alive, no compression asked for):
 - create: --creates one-GPU bookings from one client, one after another (p50, p95), each in
   a free future hour (the same hours on both sides).
 
+With --pin, every server runs on the first CPU and the clients (this process) on the
+others, as a deployment's clients are on other machines: on a small machine the 8 client
+threads otherwise take cores from the server, which narrows every ratio of requests/s.
+
 Beside each one-client series, the server process's CPU time (user + system, /proc) per
 request: what the service spends, which a loaded machine changes far less than wall times.
 
@@ -35,7 +39,7 @@ checkout of ours in the same rounds (before/after a change under the same load).
 
 Run: .venv/bin/python bench/api_side_by_side.py [--rounds 3]
         [--postgres postgres://root@127.0.0.1:5432/hive_side_by_side]
-        [--tensorhive-venv /tmp/tensorhive-venv] [--baseline DIR]
+        [--tensorhive-venv /tmp/tensorhive-venv] [--baseline DIR] [--pin]
 """
 
 import argparse
@@ -122,7 +126,15 @@ def wait_until_up(port: int, process: subprocess.Popen, log: Path, limit: float)
     raise RuntimeError(f"nothing listens on {port} after {limit:.0f} s:\n{log.read_text()[-3000:]}")
 
 
+# The CPUs the servers run on (--pin: the first; otherwise None, wherever the system puts them).
+SERVER_CPUS: set[int] | None = None
+
+
 def start(command: list[str], env: dict, log: Path, cwd: Path = ROOT) -> subprocess.Popen:
+    def pin() -> None:  # before exec, so every thread the server starts inherits it
+        if SERVER_CPUS:
+            os.sched_setaffinity(0, SERVER_CPUS)
+
     return subprocess.Popen(
         command,
         env=env,
@@ -130,6 +142,7 @@ def start(command: list[str], env: dict, log: Path, cwd: Path = ROOT) -> subproc
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group, ended as one at the end
+        preexec_fn=pin,
     )
 
 
@@ -520,6 +533,17 @@ def report(services: list[Service], results: dict, loads: list[str]) -> None:
         print("| " + " | ".join([label, *cells, their_cell, *ratios]) + " |")
 
 
+def pin_servers_apart() -> None:
+    """Servers on the first CPU, this process (the clients) on the others."""
+    global SERVER_CPUS
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise SystemExit("--pin needs two CPUs or more")
+    SERVER_CPUS = {cpus[0]}
+    os.sched_setaffinity(0, set(cpus[1:]))
+    print(f"servers on CPU {cpus[0]}, clients on {cpus[1:]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -535,10 +559,13 @@ def main() -> None:
         "before and after a change, under the same load",
     )
     parser.add_argument("--tensorhive-venv", type=Path, default=Path("/tmp/tensorhive-venv"))  # noqa: S108
+    parser.add_argument("--pin", action="store_true", help="servers on CPU 0, clients elsewhere")
     parser.add_argument("--populate-ours", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.populate_ours:
         return populate_ours(datetime.fromisoformat(args.populate_ours))
+    if args.pin:
+        pin_servers_apart()
 
     work = Path(tempfile.mkdtemp(prefix="hive-side-by-side-"))
     now = datetime.now(UTC).replace(tzinfo=None)
