@@ -6,7 +6,9 @@ data dir seeded by `manage.py demo` (12 hosts, 96 GPUs with history, users, book
 plus host `localhost` probed with the fake nvidia-smi, so the probing loop runs every 2 s.
 With `--ssh-hosts N`, N simulated hosts too (bench/simhosts.py: real sshds on loopback, 8
 GPUs each, a probe session per host), added with `manage.py addhost --file`.
-After `--settle` seconds each process of the service is read from /proc/PID/smaps_rollup:
+Once the web process answers, it is asked for the login page, the API root and /healthz, as a
+first user would (until then it has not loaded its URLs and views); after `--settle` seconds
+from the start each process of the service is read from /proc/PID/smaps_rollup:
 RSS, PSS and USS (private pages); then the service is stopped with SIGINT. Checkouts are run
 one after another, `--rounds` times, interleaved, so several trees compare on one machine.
 
@@ -14,6 +16,7 @@ Run: .venv/bin/python bench/memory.py [--settle 60] [--rounds 1] [--ssh-hosts N]
 """
 
 import argparse
+import http.client
 import os
 import signal
 import socket
@@ -120,10 +123,33 @@ def add_ssh_hosts(manage, env, checkout: Path, data_dir: Path, hosts: int) -> li
     return servers
 
 
+def answer_once(port: int, deadline: float) -> None:
+    """Once the web process answers: a page, the API and /healthz, as a first user would
+    (before its first request the web process has not even loaded its URLs and views)."""
+    paths = ["/accounts/login/", "/api/", "/healthz"]
+    while paths and time.monotonic() < deadline:
+        web = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        try:
+            web.request("GET", paths[0])
+            web.getresponse().read()  # any status: the API refuses without a login
+            paths.pop(0)
+        except OSError:  # not listening yet
+            time.sleep(0.5)
+        finally:
+            web.close()
+
+
+def kind(pid: int, serve: int) -> str:
+    """serve (the supervisor), daphne, or cluster (forked from serve, or qcluster before)."""
+    name = name_of(pid)
+    return "serve" if pid == serve else ("cluster" if name in ("serve", "qcluster") else name)
+
+
 def measure(checkout: Path, python: str, settle: float, ssh_hosts: int) -> list:
     data_dir, env, servers = seeded_data_dir(checkout, python, ssh_hosts)
+    port = free_port()
     serve = subprocess.Popen(
-        [python, str(checkout / "manage.py"), "serve", "--port", str(free_port())],
+        [python, str(checkout / "manage.py"), "serve", "--port", str(port)],
         env=env,
         cwd=checkout,
         stdout=subprocess.DEVNULL,
@@ -131,12 +157,14 @@ def measure(checkout: Path, python: str, settle: float, ssh_hosts: int) -> list:
         start_new_session=True,
     )
     try:
-        time.sleep(settle)
+        deadline = time.monotonic() + settle
+        answer_once(port, deadline)
+        time.sleep(max(0.0, deadline - time.monotonic()))
         rows = []
         for pid in descendants(serve.pid):
             values = memory(pid)
             if values and name_of(pid) in ("serve", "daphne", "qcluster"):
-                rows.append((pid, name_of(pid), values))
+                rows.append((pid, kind(pid, serve.pid), values))
         print(f"{checkout}: {hosts_up(python, checkout, env)} hosts up after {settle:g} s")
         return rows
     finally:

@@ -5,7 +5,6 @@ never an error's text, host names or addresses."""
 
 import logging
 
-import redis
 from django.conf import settings
 from django.db import connection
 from django.db.models import Max
@@ -47,6 +46,8 @@ def _broker_answers(database: bool) -> bool:
     """Redis answers PING; without Redis the broker is the database."""
     if not settings.REDIS_URL:
         return database
+    import redis  # here: about 7 MiB the web process needs only with a Redis broker
+
     try:
         client = redis.Redis.from_url(
             settings.REDIS_URL, socket_timeout=BROKER_TIMEOUT, socket_connect_timeout=BROKER_TIMEOUT

@@ -88,15 +88,16 @@ def _stopping_on_sigint(loop: "ProbeLoop"):
 
 
 def probe_once_now() -> str:
-    """One cycle at once, outside the workers (the supervisor does it at start), so that the
-    GPU page has data before a worker has even booted. The lease is held for that cycle only,
-    then the loop task takes it; if another loop holds it, there is data already."""
+    """One cycle at once, outside the workers (`manage.py probe --all`, which the supervisor
+    runs at start), so that the GPU page has data before a worker has even booted. The lease
+    is held for that cycle only, then the loop task takes it; if another loop holds it, there
+    is data already."""
     loop = ProbeLoop()
     if not lease.acquire(LOOP_ACTIVITY, loop.holder, lease_seconds()):
         return "another loop holds the lease"
     try:
         loop.cycle_safely()
-        return f"first cycle done by {loop.holder}"
+        return f"one cycle done by {loop.holder}"
     finally:
         lease.release(LOOP_ACTIVITY, loop.holder)
         loop.executor.shutdown(wait=False, cancel_futures=True)

@@ -5,10 +5,10 @@ django-q2's workers take tasks from one multiprocessing queue under one lock. A 
 others wait on it for ever, the sentinel "reincarnates" the dead one, which waits too, and the
 cluster looks alive while doing nothing (django-q2 issue #23). Its own stop then waits for
 those workers as well. Nothing inside the cluster can free the lock, so the cluster runs in a
-process group of its own under this supervisor, which
+process group of its own under this supervisor, forked from it (monitoring.cluster), which
 
-- probes once at start and queues the probing loop at once, rather than after the
-  scheduler's first pass (about 30 s);
+- probes once at start (`manage.py probe --all`, a process of its own) and queues the
+  probing loop at once, rather than after the scheduler's first pass (about 30 s);
 - keeps a heartbeat: each worker notes the tasks it starts and finishes in a state directory
   (files, no database write per task). When no task finished for ``WORKERS_STALL_SECONDS``
   while work was due (a heartbeat task it queued itself when all was quiet) and a worker was
@@ -42,7 +42,8 @@ from django_q.signals import post_execute_in_worker, post_spawn, pre_execute
 from audit.log import record
 
 from . import lease
-from .loop import LOOP_ACTIVITY, probe_once_now
+from .cluster import ForkedCluster
+from .loop import LOOP_ACTIVITY
 from .models import Activity, WorkerCluster
 
 log = logging.getLogger("gpuhive.workers")
@@ -54,12 +55,8 @@ BEAT_TASK = "monitoring.supervisor.beat"
 SUMMARY_EVERY = 60  # seconds between the console's summary lines
 KEEP_STOPPED = timedelta(days=7)
 MANAGE = Path(__file__).resolve().parents[1] / "manage.py"
-
-if os.environ.get(STATE_ENV):
-    # This is the supervisor's cluster, whose workers it forks: paramiko (with cryptography,
-    # about 20 MiB), which the probing loop and the SSH actions use and monitoring.transport
-    # imports only when first used, is loaded before they fork, so they share one copy.
-    import paramiko  # noqa: F401
+# Seconds the first probing cycle may take (bounded by its SSH timeouts; this is for a hang).
+FIRST_CYCLE = 120
 
 
 def beat() -> str:
@@ -185,7 +182,7 @@ class Supervisor:
         self.workers = int(settings.Q_CLUSTER["workers"])
         # Quiet this long (no task finished): queue a heartbeat task, so that work is due.
         self.beat_after = max(2 * float(settings.MONITORING_INTERVAL), 2.0, self.stall / 5)
-        self.cluster: subprocess.Popen | None = None
+        self.cluster: ForkedCluster | None = None
         self.state_dir: Path | None = None
         self.restarts = 0
         self.done_before = 0  # tasks finished by the clusters this one replaced
@@ -301,13 +298,10 @@ class Supervisor:
     # -- the cluster
 
     def _start_cluster(self) -> None:
-        self.state_dir = Path(tempfile.mkdtemp(prefix="hive-workers-"))
-        env = {**os.environ, STATE_ENV: str(self.state_dir)}
-        self.cluster = subprocess.Popen(
-            [sys.executable, str(MANAGE), "qcluster"],
-            env=env,
-            process_group=0,  # a group of its own: stopped, or killed, as a whole
-        )
+        # Named after this process, so that its tests find it (the child's environment,
+        # changed after the fork, is not in /proc).
+        self.state_dir = Path(tempfile.mkdtemp(prefix=f"hive-workers-{os.getpid()}-"))
+        self.cluster = ForkedCluster({STATE_ENV: str(self.state_dir)})
         self.cluster_started = time.time()
         self.due_since = None
         self.last_beat = 0.0
@@ -333,11 +327,21 @@ class Supervisor:
             log.exception("workers: could not free the probing loop's lease")
 
     def _probe_at_once(self) -> None:
-        """The first cycle here and now, then the loop on the workers as soon as one is up."""
+        """The first cycle here and now, then the loop on the workers as soon as one is up.
+        The cycle runs in a process of its own (`manage.py probe --all`; its log lines reach
+        the console as this one's do): in this process, which lives as long as the service,
+        it would load paramiko and keep a connection to every SSH host open for nothing
+        (about 12 MiB at 100 hosts, bench/memory.py)."""
+        argv = [sys.executable, str(MANAGE), "probe", "--all"]
         try:
-            log.debug("workers: %s", probe_once_now())
-        except Exception:  # the loop, started next, records its own failures
-            log.exception("workers: the first probing cycle failed")
+            done = subprocess.run(argv, stdout=subprocess.PIPE, text=True, timeout=FIRST_CYCLE)
+        except subprocess.TimeoutExpired:  # killed; the loop, started next, probes
+            log.error("workers: the first probing cycle took over %ds; stopped it", FIRST_CYCLE)
+        else:
+            if done.returncode:  # its error is on the console; the loop records its own
+                log.error("workers: the first probing cycle failed (code %d)", done.returncode)
+            else:
+                log.debug("workers: %s", done.stdout.strip())
         lease.enqueue(LOOP_ACTIVITY, "monitoring.loop.run_probe_loop")
 
     # -- records

@@ -4,12 +4,13 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from django.conf import settings
 
-from monitoring.supervisor import STATE_ENV, group_members
+from monitoring.supervisor import group_members
 from tests.realparts import FakeGpus
 from tests.security.conftest import service_env
 
@@ -56,17 +57,19 @@ class Service:
         return set(session_members(self.proc.pid))
 
     def cluster_pid(self) -> int | None:
-        """The qcluster process the supervisor runs (the leader of its own group)."""
+        """The cluster's top process, which the supervisor forks: its child that leads a
+        group of its own (as daphne, under serve, does too)."""
         for pid in self.tree():
-            if pid != self.proc.pid and environ(pid).get(STATE_ENV) and pgid(pid) == pid:
+            if parent(pid) == self.proc.pid and pgid(pid) == pid and not is_daphne(pid):
                 return pid
         return None
 
     def state_dir(self) -> tuple[int, Path] | tuple[None, None]:
-        """The cluster's pid and the directory its workers note their tasks in."""
+        """The cluster's pid and the directory its workers note their tasks in (named after
+        the supervisor; only the running cluster's exists)."""
         pid = self.cluster_pid()
-        state = environ(pid).get(STATE_ENV) if pid else None
-        return (pid, Path(state)) if state else (None, None)
+        found = sorted(Path(tempfile.gettempdir()).glob(f"hive-workers-{self.proc.pid}-*"))
+        return (pid, found[0]) if pid and len(found) == 1 else (None, None)
 
     def workers(self) -> list[int]:
         """The cluster's worker processes: those that noted themselves in the state dir."""
@@ -109,14 +112,18 @@ class Service:
         return "\n".join(text.splitlines()[-lines:])
 
 
-def environ(pid: int) -> dict:
+def parent(pid: int) -> int | None:
     try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
     except OSError:
-        return {}
-    return dict(
-        item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item
-    )
+        return None
+
+
+def is_daphne(pid: int) -> bool:
+    try:
+        return b"daphne" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def pgid(pid: int) -> int | None:

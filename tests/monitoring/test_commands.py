@@ -15,6 +15,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
+from monitoring import lease
+from monitoring.loop import LOOP_ACTIVITY
 from monitoring.models import Device, Host
 from tests.realparts import FAKE_BIN, FakeGpus, free_port
 
@@ -106,6 +108,20 @@ def test_probe_names_an_unknown_host(db):
         run("probe", "ghost")
 
 
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((), "name one host, or pass --all"),
+        (("localhost", "--all"), "name one host, or pass --all"),
+        (("--all", "--json"), "--json prints one host"),
+    ],
+)
+def test_probe_needs_one_host_or_all(db, args, message):
+    with pytest.raises(CommandError, match=message):
+        run("probe", *args)
+    assert not Device.objects.exists()
+
+
 @pytest.fixture
 def local_fake_gpus(tmp_path, monkeypatch):
     """The local transport with the fake nvidia-smi first on PATH."""
@@ -160,6 +176,28 @@ def test_probe_prints_a_table(db, local_fake_gpus):
     out = run("probe", "localhost")
     assert "localhost: reachable" in out
     assert "NVIDIA H100 80GB HBM3" in out and "70.5" in out
+
+
+def test_probe_all_runs_one_cycle_of_the_loop_and_frees_its_lease(db, local_fake_gpus):
+    """What serve's supervisor runs at start, before its workers are up."""
+    Host.objects.create(name="localhost", address="localhost", transport=Host.Transport.LOCAL)
+    Host.objects.create(name="off", address="no-such-host.invalid", enabled=False)
+    local_fake_gpus.set_gpus(["0, GPU-abc, 81559, 1024, 12, 3, 30, 70.5, NVIDIA H100 80GB HBM3"])
+    out = run("probe", "--all")
+    assert out.startswith("one cycle done by ")
+    assert Host.objects.get(name="localhost").last_seen is not None
+    assert Host.objects.get(name="off").last_seen is None  # disabled: not probed
+    assert Device.objects.get().uuid == "GPU-abc"
+    assert lease.holder_of(LOOP_ACTIVITY)[0] == ""  # the loop task takes it at once
+
+
+def test_probe_all_does_nothing_while_a_loop_holds_the_lease(db, local_fake_gpus):
+    Host.objects.create(name="localhost", address="localhost", transport=Host.Transport.LOCAL)
+    local_fake_gpus.set_gpus(["0, GPU-abc, 81559, 1024, 12, 3, 30, 70.5, NVIDIA H100 80GB HBM3"])
+    assert lease.acquire(LOOP_ACTIVITY, "other-machine:1:loop", 60)
+    assert run("probe", "--all").strip() == "another loop holds the lease"
+    assert Host.objects.get().last_seen is None
+    assert lease.holder_of(LOOP_ACTIVITY)[0] == "other-machine:1:loop"
 
 
 def test_probe_fails_with_one_line_for_an_unreachable_host(db, settings):

@@ -4,6 +4,7 @@ import logging
 from django.core.management.base import BaseCommand, CommandError
 
 from monitoring.inventory import probe_and_record
+from monitoring.loop import probe_once_now
 from monitoring.models import Host
 
 
@@ -19,14 +20,33 @@ class Command(BaseCommand):
     help = (
         "Probe one host once (GPUs, GPU processes, CPU, RAM), record it, and print it. "
         "Exit status: 0 when the host answered, 1 when it is unreachable or unknown (one "
-        "line on stderr: 'HOST: unreachable: REASON')."
+        "line on stderr: 'HOST: unreachable: REASON'). With --all instead of a host: one "
+        "cycle of the probing loop over every enabled host, recorded as the loop records it."
     )
+    # serve's supervisor runs `probe --all` at start; the checks ran before it (check_apart).
+    requires_system_checks = []
 
     def add_arguments(self, parser):
-        parser.add_argument("host", help="host name as registered (see `manage.py addhost`)")
+        parser.add_argument(
+            "host", nargs="?", help="host name as registered (see `manage.py addhost`)"
+        )
         parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+        parser.add_argument(
+            "--all",
+            action="store_true",
+            dest="every_host",
+            help="one cycle of the probing loop over every enabled host, under the loop's "
+            "lease (nothing is done while a running loop holds it)",
+        )
 
-    def handle(self, host, json, **options):
+    def handle(self, host, json, every_host, **options):
+        if every_host == bool(host):
+            raise CommandError("name one host, or pass --all")
+        if every_host and json:
+            raise CommandError("--json prints one host; --all prints what the cycle did")
+        if every_host:
+            self.stdout.write(probe_once_now())
+            return
         target = Host.objects.filter(name=host).first()
         if target is None:
             raise CommandError(f"no host named {host!r}; add it with `manage.py addhost`")
