@@ -79,10 +79,9 @@ def shared_dirty_mib(pid: int) -> float:
 def test_the_cluster_is_forked_from_its_supervisor_and_loads_paramiko_before_its_workers(
     tmp_path,
 ):
-    """`manage.py workers` as run: the cluster shares the supervisor's pages (forked: its
-    command line is the supervisor's, no new interpreter), and its workers share one copy of
-    paramiko's crypto, loaded by the cluster; the supervisor, whose first probe runs in a
-    process of its own, maps none of it."""
+    """`manage.py workers` as run: the cluster shares the supervisor's pages (forked, not a
+    new interpreter), and its workers share one copy of paramiko's crypto, loaded by the
+    cluster; the supervisor, whose first probe runs in a process of its own, maps none."""
     Host.objects.create(name="localhost", address="localhost", transport=Host.Transport.LOCAL)
     gpu_root = tmp_path / "gpus"
     fake_local_gpus(gpu_root)
@@ -96,8 +95,8 @@ def test_the_cluster_is_forked_from_its_supervisor_and_loads_paramiko_before_its
             workers,
         )
         supervisor, cluster = workers.proc.pid, workers.cluster_pid()
-        command = Path(f"/proc/{supervisor}/cmdline").read_bytes()
-        assert Path(f"/proc/{cluster}/cmdline").read_bytes() == command
+        # Titled by django-q2 (setproctitle), so that `ps` tells them from the supervisor.
+        assert Path(f"/proc/{cluster}/cmdline").read_bytes().startswith(b"qcluster ")
         # Pages the supervisor wrote (its heap: Django, the apps) are mapped by the cluster's
         # processes too; a cluster started as a new interpreter shares none (about 26 MiB).
         assert shared_dirty_mib(supervisor) >= 10
