@@ -3,8 +3,8 @@
 Started as a new interpreter (`manage.py qcluster`), the cluster loaded Django and every app
 again: two copies of the same 40-odd MiB, one in the supervisor and one shared by the
 cluster's seven processes. Forked, the cluster and every process it forks share the
-supervisor's pages, and a (re)start costs no Python start-up (bench/memory.py: the service
-at 100 hosts from 298 to 242 MiB PSS).
+supervisor's pages, and a (re)start costs no Python start-up (bench/memory.py, 100 hosts:
+56 MiB less PSS for the whole service; the README's memory section has the figures).
 """
 
 import gc
@@ -28,7 +28,11 @@ class ForkedCluster:
         sys.stdout.flush()
         sys.stderr.flush()
         gc.freeze()  # what exists now is shared with the child: left out of its collections
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no child (EAGAIN, ENOMEM): this process goes on as it was
+            gc.unfreeze()
+            raise
         if pid == 0:
             _run_cluster(env)  # never returns
         gc.unfreeze()
