@@ -174,10 +174,8 @@ def remove_unix_account(name: str) -> None:
 def close_all_connections():
     """Close every database connection of this process, and the pools that would keep them
     open: a process forked after this (a test's daphne) opens its own instead of talking
-    through the parent's sockets at the same time as the parent."""
-    from django.db import connections
+    through the parent's sockets at the same time as the parent. As the supervisor does
+    before it forks the worker cluster."""
+    from monitoring.cluster import close_database_connections
 
-    for connection in connections.all(initialized_only=True):
-        connection.close()
-        if hasattr(connection, "close_pool"):  # PostgreSQL with a pool (production profile)
-            connection.close_pool()
+    close_database_connections()
