@@ -42,8 +42,7 @@ from django.core.management import call_command  # noqa: E402
 from django_q.tasks import async_task  # noqa: E402
 
 from monitoring.models import Host  # noqa: E402
-from monitoring.supervisor import STATE_ENV, group_members  # noqa: E402
-from tests.faults.supervised import environ, session_members  # noqa: E402
+from tests.faults.supervised import cluster_workers, session_members  # noqa: E402
 from tests.realparts import FakeGpus, free_port  # noqa: E402
 
 MANAGE = [sys.executable, str(ROOT / "manage.py")]
@@ -104,17 +103,7 @@ def serve_once() -> tuple[float, float, float, int]:
 def workers_recover() -> float:
     workers = start(["workers"], WORKERS_STALL_SECONDS="10", Q_RETRY="30")
     try:
-
-        def cluster_workers():
-            for pid in session_members(workers.pid):
-                state = environ(pid).get(STATE_ENV)
-                if state and os.getpgid(pid) == pid:
-                    noted = {int(p.name.split("-")[1]) for p in Path(state).glob("done-*")}
-                    found = sorted(set(group_members(pid)) & noted)
-                    return found if len(found) == 3 else None
-            return None
-
-        victims = until(cluster_workers)
+        victims = until(lambda: len(found := cluster_workers(workers.pid)) == 3 and found)
         time.sleep(3)
         killed = time.monotonic()
         seen = Host.objects.values_list("last_seen", flat=True).get(name="localhost")

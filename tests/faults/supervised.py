@@ -57,27 +57,13 @@ class Service:
         return set(session_members(self.proc.pid))
 
     def cluster_pid(self) -> int | None:
-        """The cluster's top process, which the supervisor forks: its child that leads a
-        group of its own (as daphne, under serve, does too)."""
-        for pid in self.tree():
-            if parent(pid) == self.proc.pid and pgid(pid) == pid and not is_daphne(pid):
-                return pid
-        return None
+        return cluster_of(self.proc.pid)[0]
 
     def state_dir(self) -> tuple[int, Path] | tuple[None, None]:
-        """The cluster's pid and the directory its workers note their tasks in (named after
-        the supervisor; only the running cluster's exists)."""
-        pid = self.cluster_pid()
-        found = sorted(Path(tempfile.gettempdir()).glob(f"hive-workers-{self.proc.pid}-*"))
-        return (pid, found[0]) if pid and len(found) == 1 else (None, None)
+        return cluster_of(self.proc.pid)
 
     def workers(self) -> list[int]:
-        """The cluster's worker processes: those that noted themselves in the state dir."""
-        pid, state = self.state_dir()
-        if pid is None:
-            return []
-        noted = {int(p.name.split("-")[1]) for p in state.glob("done-*")}
-        return sorted(set(group_members(pid)) & noted)
+        return cluster_workers(self.proc.pid)
 
     def busy(self) -> set[int]:
         _, state = self.state_dir()
@@ -110,6 +96,32 @@ class Service:
     def tail(self, lines: int = 30) -> str:
         text = self.log.read_text(errors="replace") if self.log.exists() else ""
         return "\n".join(text.splitlines()[-lines:])
+
+
+def cluster_of(supervisor: int) -> tuple[int, Path] | tuple[None, None]:
+    """The cluster a supervisor (`serve`, `workers`) forked, and the directory its workers
+    note their tasks in. The cluster is the supervisor's child that leads a group of its own
+    (as daphne, under serve, does too); the directory is named after the supervisor, and
+    only the running cluster's exists."""
+    pid = next(
+        (
+            p
+            for p in session_members(supervisor)
+            if parent(p) == supervisor and pgid(p) == p and not is_daphne(p)
+        ),
+        None,
+    )
+    found = sorted(Path(tempfile.gettempdir()).glob(f"hive-workers-{supervisor}-*"))
+    return (pid, found[0]) if pid and len(found) == 1 else (None, None)
+
+
+def cluster_workers(supervisor: int) -> list[int]:
+    """The worker processes of a supervisor's cluster: those that noted themselves."""
+    pid, state = cluster_of(supervisor)
+    if pid is None:
+        return []
+    noted = {int(p.name.split("-")[1]) for p in state.glob("done-*")}
+    return sorted(set(group_members(pid)) & noted)
 
 
 def parent(pid: int) -> int | None:
