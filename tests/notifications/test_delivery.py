@@ -4,6 +4,7 @@ import threading
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from notifications import send
@@ -105,7 +106,14 @@ def test_two_senders_at_once_send_once(receiver, owner):
     tell(owner)
     Delivery.objects.update(next_try_at=timezone.now())
     results = []
-    threads = [threading.Thread(target=lambda: results.append(send.retry_due())) for _ in range(4)]
+
+    def send_due():
+        try:
+            results.append(send.retry_due())
+        finally:  # this thread's own connection: left open, it outlived the test database
+            connection.close()
+
+    threads = [threading.Thread(target=send_due) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
