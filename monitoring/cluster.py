@@ -73,8 +73,8 @@ def _run_cluster(env: dict[str, str]) -> None:
         for child in multiprocessing.active_children():  # as qcluster's exit does
             child.join()
         code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
+    except SystemExit as exc:  # as sys.exit() means it: None is success, a number the code
+        code = 0 if exc.code is None else (exc.code if isinstance(exc.code, int) else 1)
     except BaseException:
         traceback.print_exc()
     finally:

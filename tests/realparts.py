@@ -169,13 +169,3 @@ def unix_account(sshd: Sshd, name: str, *useradd_options: str):
 def remove_unix_account(name: str) -> None:
     subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True, check=False)
     subprocess.run(["userdel", "-r", name], capture_output=True, check=False)
-
-
-def close_all_connections():
-    """Close every database connection of this process, and the pools that would keep them
-    open: a process forked after this (a test's daphne) opens its own instead of talking
-    through the parent's sockets at the same time as the parent. As the supervisor does
-    before it forks the worker cluster."""
-    from monitoring.cluster import close_database_connections
-
-    close_database_connections()

@@ -100,10 +100,10 @@ def test_the_cluster_is_forked_from_its_supervisor_and_loads_paramiko_before_its
         # Pages the supervisor wrote (its heap: Django, the apps) are mapped by the cluster's
         # processes too; a cluster started as a new interpreter shares none (about 26 MiB).
         assert shared_dirty_mib(supervisor) >= 10
-        crypto = "/nacl/_sodium"  # PyNaCl, which paramiko loads (cryptography, redis too)
-        assert crypto in maps(cluster)
-        assert all(crypto in maps(pid) for pid in workers.workers())
-        assert crypto not in maps(supervisor)
+        nacl = "/nacl/_sodium"  # PyNaCl's library: paramiko loads it (cryptography, redis too)
+        assert nacl in maps(cluster)
+        assert all(nacl in maps(pid) for pid in workers.workers())
+        assert nacl not in maps(supervisor)
     finally:
         workers.kill_all()
 

@@ -26,9 +26,10 @@ from django.conf import settings
 
 from accesscontrol.services import ensure_default_group
 from apitokens.services import issue_token
+from monitoring.cluster import close_database_connections
 from monitoring.models import Device, Host
 from reservations.services import create_reservation
-from tests.realparts import close_all_connections, require
+from tests.realparts import require
 
 from .conftest import tomorrow
 from .test_fuzz import CHECKS, fuzz_settings, load_schema
@@ -53,7 +54,7 @@ def daphne(django_db_setup, django_db_blocker):
     require(not in_memory, "a separate server process cannot share an in-memory database")
     # Closing connections leaves PostgreSQL's pool open, and the fork would inherit it: the
     # server then used the test's sockets (a 500: "server closed the connection").
-    close_all_connections()
+    close_database_connections()
 
     def setup():
         from rest_framework.throttling import ScopedRateThrottle

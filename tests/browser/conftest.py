@@ -104,8 +104,8 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 from django.db import connections  # noqa: E402
 
 # The real sshd and fake GPUs of the monitoring tests, for browser tests of live data.
+from monitoring.cluster import close_database_connections  # noqa: E402
 from tests.monitoring.conftest import fake_gpu_root, gpus, sshd  # noqa: E402, F401
-from tests.realparts import close_all_connections  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -117,7 +117,7 @@ def asgi_live_server(django_db_setup, django_db_blocker):
     # A fork inherits the parent's open database sockets (PostgreSQL's pool keeps one open):
     # the server and the tests would then talk through one connection at once and read each
     # other's rows. Close them all first; each side then opens its own.
-    close_all_connections()
+    close_database_connections()
     # The fork inherits pytest-django's guard against database access outside tests.
     server = DaphneProcess("127.0.0.1", app, setup=django_db_blocker.unblock)
     server.start()
