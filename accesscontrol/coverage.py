@@ -14,10 +14,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from django.contrib.auth.models import Group
-from django.db.models import F, Q
+from django.db.models import F, Prefetch, Q, prefetch_related_objects
 from django.utils import timezone
 
-from monitoring.models import Device
+from monitoring.models import Device, Host
 
 from .intervals import clip, gaps, merge
 from .models import Ban, Grant, site_zone
@@ -155,12 +155,27 @@ def rules_coverage(rules: Iterable[Rule], start: datetime, end: datetime, zone: 
 
 
 def grants_of(principal) -> list[Grant]:
-    """Grants naming a user (directly or through their groups), or naming a group."""
+    """Grants naming a user (directly or through their groups), or naming a group, with what
+    coverage reads of them: their windows, and the hosts or GPUs (ids only) of scoped grants.
+
+    Every start asks this (the start rule), so it reads only what a grant's scope needs: a
+    grant of all devices, the usual kind, costs no query for hosts or GPUs.
+    """
     if isinstance(principal, Group):
         query = Grant.objects.filter(groups=principal)
     else:
         query = Grant.objects.filter(Q(users=principal) | Q(groups__user=principal)).distinct()
-    return list(query.prefetch_related("windows", "hosts", "devices"))
+    grants = list(query)
+    prefetch_related_objects(grants, "windows")
+    for scope, related, model in _SCOPED:
+        scoped = [grant for grant in grants if grant.scope == scope]
+        if scoped:
+            ids_only = model.objects.only("pk").order_by()
+            prefetch_related_objects(scoped, Prefetch(related, queryset=ids_only))
+    return grants
+
+
+_SCOPED = ((Grant.Scope.HOSTS, "hosts", Host), (Grant.Scope.DEVICES, "devices", Device))
 
 
 def _check_range(start: datetime, end: datetime) -> None:
@@ -205,11 +220,24 @@ def coverage_map(
     _check_range(start, end)
     if devices is None:
         devices = list(Device.objects.filter(status=Device.Status.PRESENT).select_related("host"))
-    is_user = not isinstance(principal, Group)
-    if is_user and is_banned(principal):
-        return {device: [] for device in devices}
-    bans = bans_during(principal, start, end) if is_user else []
+    bans = []
+    if not isinstance(principal, Group):
+        banned_now, bans = _bans_now_and_during(principal, start, end)
+        if banned_now:
+            return {device: [] for device in devices}
     return _coverage(principal, start, end, devices, bans)
+
+
+def _bans_now_and_during(user, start: datetime, end: datetime) -> tuple[bool, list[Ban]]:
+    """(whether ``user`` is banned now, their bans overlapping [start, end)), in one query:
+    as ``is_banned`` and ``bans_during`` answer them."""
+    now = timezone.now()
+    in_force_now = Q(created__lte=now) & (Q(until__isnull=True) | Q(until__gt=now))
+    overlapping = Q(created__lt=end) & (Q(until__isnull=True) | Q(until__gt=start))
+    bans = list(Ban.objects.filter(in_force_now | overlapping, user_id=user.pk))
+    banned_now = any(b.created <= now and (b.until is None or b.until > now) for b in bans)
+    during = [b for b in bans if b.created < end and (b.until is None or b.until > start)]
+    return banned_now, during
 
 
 def _coverage(principal, start, end, devices, bans: list[Ban]) -> dict[Device, list[tuple]]:

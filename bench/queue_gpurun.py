@@ -19,6 +19,10 @@ Run: .venv/bin/python bench/queue_gpurun.py [commands] [--hog] [--rounds N] [--n
   --rounds N: N interleaved rounds of the two tools (default 1), each reported.
   --gpurun-from DIR: also run DIR's gpurun (another checkout, e.g. `git archive main`
          unpacked, with .venv linked) in each round, beside this one's: what a change gave.
+  --smi-on-task-path: as on a real host, the task's account finds nvidia-smi on its PATH
+         (reset to the system's, where the fake is not): the fake is put in /usr/local/bin
+         for the run (root only; refused if one is there), so gpurun's wait call brings its
+         answer and gpurun does not ask separately. Tests running beside would see it.
 Each tool's CPU time (user+sys) comes from wait4() on its process, its children included
 (gpurun's screen sessions and shells, simple_gpu_scheduler's shells); its peak RSS (the
 largest single process) from GNU time (/usr/bin/time).
@@ -28,6 +32,7 @@ import argparse
 import getpass
 import os
 import re
+import shlex
 import shutil
 import signal
 import statistics
@@ -35,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from functools import partial
 from pathlib import Path
 
@@ -93,6 +98,25 @@ def set_up_lab() -> None:
     # run as root), which the run-as rule refuses unless an admin allows it.
     RunAsAllowance.objects.create(unix_username=getpass.getuser(), reason="benchmark")
     probe_and_record(host)
+
+
+TASK_PATH_SMI = Path("/usr/local/bin/nvidia-smi")  # on setpriv --reset-env's PATH
+
+
+@contextmanager
+def smi_on_task_path():
+    """The fake nvidia-smi where a task's account looks for it (its PATH is the system's)."""
+    if os.geteuid() != 0:
+        raise SystemExit("--smi-on-task-path needs root (it writes to /usr/local/bin)")
+    if TASK_PATH_SMI.exists():
+        raise SystemExit(f"--smi-on-task-path: {TASK_PATH_SMI} is there already; not replaced")
+    fake, gpus = shlex.quote(str(FAKE_BIN / "nvidia-smi")), shlex.quote(str(DATA_DIR / "gpus"))
+    TASK_PATH_SMI.write_text(f'#!/bin/sh\nFAKE_GPU_DIR={gpus} exec {fake} "$@"\n')
+    TASK_PATH_SMI.chmod(0o755)
+    try:
+        yield
+    finally:
+        TASK_PATH_SMI.unlink()
 
 
 def timed_lines(
@@ -245,8 +269,22 @@ def latencies() -> list[float]:
     return gaps
 
 
-def main(count: int, hog: bool, rounds: int, queue: bool, others: list[Path]) -> None:
+def main(count: int, hog: bool, rounds: int, queue: bool, others: list[Path], smi: bool) -> None:
     set_up_lab()
+    with smi_on_task_path() if smi else nullcontext():
+        compare(count, hog, rounds, others)
+    if not queue:
+        return
+    gaps = queue_latency()
+    print(
+        f"\nqueue: {len(gaps)} GPU handovers, monitoring interval "
+        f"{settings.MONITORING_INTERVAL:g} s; from a job's end to the next start on its GPU:"
+    )
+    print(f"  median {statistics.median(gaps):.2f} s, max {max(gaps):.2f} s, min {min(gaps):.2f} s")
+
+
+def compare(count: int, hog: bool, rounds: int, others: list[Path]) -> None:
+    """gpurun (and other checkouts' gpurun) against simple_gpu_scheduler, interleaved."""
     tools = [("gpurun", gpurun)]
     tools += [(f"gpurun@{tree.name}", partial(gpurun, tree=tree)) for tree in others]
     tools += [("simple_gpu_scheduler", simple_gpu_scheduler)]
@@ -258,14 +296,6 @@ def main(count: int, hog: bool, rounds: int, queue: bool, others: list[Path]) ->
                 results[name] = tool(count)
         print(f"\nround {round_ + 1}, {'a CPU hog per core' if hog else 'no hog'}, load {load:.1f}")
         report_runs(count, results)
-    if not queue:
-        return
-    gaps = queue_latency()
-    print(
-        f"\nqueue: {len(gaps)} GPU handovers, monitoring interval "
-        f"{settings.MONITORING_INTERVAL:g} s; from a job's end to the next start on its GPU:"
-    )
-    print(f"  median {statistics.median(gaps):.2f} s, max {max(gaps):.2f} s, min {min(gaps):.2f} s")
 
 
 if __name__ == "__main__":
@@ -282,5 +312,6 @@ if __name__ == "__main__":
         default=[],
         help="also run the gpurun of this checkout (e.g. an export of main), interleaved",
     )
+    parser.add_argument("--smi-on-task-path", dest="smi", action="store_true")
     args = parser.parse_args()
-    main(args.commands, args.hog, args.rounds, args.queue, args.others)
+    main(args.commands, args.hog, args.rounds, args.queue, args.others, args.smi)

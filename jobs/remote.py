@@ -6,7 +6,8 @@ parsed as shell code by the service.
 
 Files of a task, in the log directory on the host (``JOBS_LOG_DIR``, ``~/`` = the account's
 home): ``NAME.log`` (stdout and stderr), ``NAME.pid`` (the screen window's shell, which leads
-the task's process group), ``NAME.exit`` (``CODE ISO-TIME`` written when the command ends).
+the task's process group), ``NAME.exit`` (``CODE``, written when the command ends: the file's
+modification time is the end; files of earlier versions hold ``CODE ISO-TIME``).
 """
 
 import base64
@@ -41,12 +42,16 @@ _RESOLVE_DIR = 'dir=$1; case $dir in "~/"*) dir=$HOME/${dir#"~/"};; esac; '
 # shows the log to whoever attaches with `screen -x`; being an asynchronous command of a
 # non-interactive shell it ignores SIGINT. Once the exit file is in place, a line into the
 # task's FIFO (opened read-write, so it never blocks) wakes whoever waits there (WAIT_EXIT).
+# Between the command's end and that line only shell built-ins run (the exit file is written
+# by printf, its time is its mtime): a process started there would delay every next start
+# of gpurun and the queue by its fork and exec, a few ms on a loaded host. The file is a few
+# bytes in one write; a reader who comes between its creation and that write finds it empty
+# and takes it as not there yet.
 WINDOW = (
     'log=$1 exitf=$2 pidf=$3 cmd=$4 donef=$5; trap : INT TERM HUP; echo $$ > "$pidf"; '
     'tail -n +1 -f "$log" 2>/dev/null & viewer=$!; '
     'sh -c \'trap exit INT TERM HUP; eval "$1"\' sh "$cmd" >> "$log" 2>&1; code=$?; '
-    'printf "%s %s\\n" "$code" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$exitf.new"; '
-    'mv "$exitf.new" "$exitf"; if [ -p "$donef" ]; then echo 1<>"$donef"; fi; '
+    'printf "%s\\n" "$code" > "$exitf"; if [ -p "$donef" ]; then echo 1<>"$donef"; fi; '
     "sleep 1; kill $viewer 2>/dev/null; exit $code"
 )
 
@@ -55,14 +60,16 @@ WINDOW = (
 # "PID LOGPATH". A second session of the same name is refused; screen is asked only when an
 # earlier window of that name may still run (its pid file names a live process): asking it
 # costs more than the rest of the start (it probes every session of the account), and a
-# name is started again only when an interrupted start is retried.
+# name is started again only when an interrupted start is retried (and only then are files
+# of an earlier window there to remove: `rm` runs only for those).
 SPAWN = _RESOLVE_DIR + (
     'name=$2 cmd=$3; shift 3; [ -d "$dir" ] || mkdir -p "$dir" || exit 3; '
     'old=; read -r old 2>/dev/null < "$dir/$name.pid"; '
     'if [ -n "$old" ] && kill -0 "$old" 2>/dev/null && '
     'screen -ls 2>/dev/null | grep -q "[.]$name[[:space:]]"; then '
     'echo "a screen session named $name is already running" >&2; exit 4; fi; '
-    'rm -f "$dir/$name.exit" "$dir/$name.pid" "$dir/$name.done"; '
+    'for f in "$dir/$name.exit" "$dir/$name.pid" "$dir/$name.done"; do '
+    'if [ -e "$f" ] || [ -h "$f" ]; then rm -f "$f"; fi; done; '
     ': > "$dir/$name.log" || exit 3; mkfifo "$dir/$name.done" 2>/dev/null; '
     'env "$@" screen -dmS "$name" sh -c "$0" sh '
     '"$dir/$name.log" "$dir/$name.exit" "$dir/$name.pid" "$cmd" "$dir/$name.done" || exit 5; '
@@ -77,27 +84,40 @@ SIGNAL = (
     '[ "$p" = "$pgid" ] || kill -s "$sig" "$p" 2>/dev/null; done; done; true'
 )
 
+# The time an exit file was written (UTC, ISO 8601); GNU's and BusyBox's date both read it.
+_MTIME = '$(date -u -r "$exitf" +%Y-%m-%dT%H:%M:%SZ)'
+
 # One call per account per host per sync: the account's screen sessions, then each given
-# task's exit file as "NAME CODE TIME".
+# task's exit file as "NAME CODE TIME" (an earlier version's file, "CODE TIME", gives
+# "NAME CODE TIME MTIME": its own time is read first).
 SYNC = _RESOLVE_DIR + (
     "shift; screen -ls 2>/dev/null; echo '--exit files--'; for name; do "
-    'if [ -f "$dir/$name.exit" ]; then printf "%s %s\\n" "$name" "$(cat "$dir/$name.exit")"; '
+    'exitf="$dir/$name.exit"; if [ -f "$exitf" ]; then ended=; read -r ended < "$exitf"; '
+    f'printf "%s %s %s\\n" "$name" "$ended" "{_MTIME}"; '
     "fi; done; true"
 )
 
-# Wait (up to $3 seconds) for a task's exit file and print it ("CODE TIME"): a waiter that
+# Wait (up to $3 seconds) for a task's exit file and print it: "CODE" when it came during the
+# wait (the waiter knows the time: now), else "CODE TIME" as SYNC tells it. A waiter that
 # wants to know the moment a task ends asks once, instead of polling the whole sync. It
 # holds the task's FIFO open read-write before looking for the file, so the window's line
-# (written after the file) is never missed, and it sleeps in `read` without polling. Tasks
+# (written after the file) is never missed, and it sleeps in the shell's own `read` without
+# polling, so no process stands between the window's line and the answer; a timer in the
+# background writes a line of its own after $3 seconds (killed when the end came first: its
+# `sleep` then runs out alone, holding none of the call's output, so the call ends at once,
+# and a line written with no reader left is lost). Tasks
 # without a FIFO (mkfifo failed) are polled every 50 ms. Once the file is there, the
 # optional command after the fourth argument runs too (what the waiter needs next, without
 # another round trip), its output and status after a marker line.
 WAIT_EXIT = _RESOLVE_DIR + (
-    'secs=$3 steps=$4 exitf="$dir/$2.exit" donef="$dir/$2.done"; '
-    'if [ -f "$exitf" ]; then :; elif [ -p "$donef" ]; then exec 3<>"$donef"; '
-    '[ -f "$exitf" ] || timeout "$secs" sh -c "read line" <&3; exec 3<&-; '
+    'secs=$3 steps=$4 exitf="$dir/$2.exit" donef="$dir/$2.done" before=; '
+    'if [ -f "$exitf" ]; then before=1; elif [ -p "$donef" ]; then exec 3<>"$donef"; '
+    'if [ ! -f "$exitf" ]; then (sleep "$secs"; echo 1<>"$donef") >/dev/null 2>&1 3<&- & '
+    "timer=$!; "
+    "read -r line <&3; kill $timer 2>/dev/null; fi; exec 3<&-; "
     'else i=0; while [ ! -f "$exitf" ] && [ $i -lt "$steps" ]; do sleep 0.05; i=$((i+1)); '
     'done; fi; [ -f "$exitf" ] || exit 0; IFS= read -r ended < "$exitf"; '
+    f'if [ -n "$before" ]; then ended="$ended {_MTIME}"; fi; '
     'printf "%s\\n" "$ended"; shift 4; [ $# -gt 0 ] || exit 0; '
     'echo "--then--"; "$@"; echo "--then-status $?"'
 )

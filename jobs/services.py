@@ -99,7 +99,7 @@ def _new_task(job: Job, spec: TaskSpec) -> Task:
         scheduled_stop=stop,
         reservation=spec.reservation,
     )
-    task.devices.set(spec.devices)
+    task.devices.add(*spec.devices)  # a new task: nothing to compare with, as set() would
     return task
 
 

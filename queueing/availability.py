@@ -161,17 +161,24 @@ class Cluster:
                 self._block(gpu.device.pk, HOST_DOWN, f"{host.name} is {status}")
 
     def _mark_claims(self) -> None:
-        claims = GpuClaim.objects.filter(device_id__in=self.gpus).select_related(
-            "run__queued_job__owner"
+        # Rows, not instances: every start reads this (the users' names are their __str__).
+        claims = GpuClaim.objects.filter(device_id__in=self.gpus).values_list(
+            "device_id",
+            "run_id",
+            "run__job_id",
+            "run__opportunistic",
+            "run__queued_job__name",
+            "run__queued_job__state",
+            "run__queued_job__owner__username",
         )
-        for claim in claims:
-            queued, gpu = claim.run.queued_job, self.gpus[claim.device_id]
-            if claim.run.job_id is not None and claim.run.job_id == self.job_id:
+        for device_id, run_id, job_id, opportunistic, queued, state, owner in claims:
+            if job_id is not None and job_id == self.job_id:
                 continue
-            text = f"{gpu.name} is used by queued job '{queued}' of {queued.owner}"
-            self._block(gpu.device.pk, HELD_BY_QUEUE_RUN, text)
-            if claim.run.opportunistic and queued.state == QueuedJob.State.RUNNING:
-                gpu.opportunistic_run = claim.run_id
+            gpu = self.gpus[device_id]
+            text = f"{gpu.name} is used by queued job '{queued}' of {owner}"
+            self._block(device_id, HELD_BY_QUEUE_RUN, text)
+            if opportunistic and state == QueuedJob.State.RUNNING:
+                gpu.opportunistic_run = run_id
 
     def _mark_tasks(self) -> None:
         through = Task.devices.through.objects.filter(
@@ -221,12 +228,13 @@ class Cluster:
         slots = (
             ReservedDevice.objects.holding(self.now, self.end)
             .filter(device_id__in=self.gpus)
-            .select_related("reservation__owner")
             .order_by("start")
+            .values_list(
+                "device_id", "reservation__owner_id", "reservation__owner__username", "start", "end"
+            )
         )
-        for slot in slots:
-            owner = slot.reservation.owner
-            self.gpus[slot.device_id].slots.append((owner.pk, str(owner), slot.start, slot.end))
+        for device_id, *slot in slots:
+            self.gpus[device_id].slots.append(tuple(slot))
 
     # --- what blocks a GPU for one user -----------------------------------------------------
 

@@ -96,6 +96,10 @@ def gpu_processes(host: Host) -> list[tuple]:
     return parsers.parse_app_query(result.stdout)
 
 
+# What a task's end changes, read again after each wait (not its argv, env and command).
+ENDING = ["status", "exit_code", "error", "ended_at"]
+
+
 @dataclass
 class Runner:
     host: Host
@@ -274,7 +278,7 @@ class Runner:
                     job_services.sync_tasks([task])
             except job_services.remote.RemoteError as exc:
                 self.say(f"cannot check #{task.pk}: {exc}")
-            task.refresh_from_db()
+            task.refresh_from_db(fields=ENDING)
         with self.lock:
             self.running.pop(device.index, None)
             ok = task.status == Task.Status.EXITED and task.exit_code == 0

@@ -100,7 +100,7 @@ SetEnv PATH={path} FAKE_GPU_DIR={self.fake_gpu_dir}
         """Stop the server and every connection it serves, as when a host goes down."""
         if self.proc and self.proc.poll() is None:
             # Each connection's sshd calls setsid(), so signal the children one by one.
-            for pid in _children(self.proc.pid):
+            for pid in children(self.proc.pid):
                 with contextlib.suppress(ProcessLookupError):  # it ended since we listed it
                     os.kill(pid, signal.SIGTERM)
             self.proc.terminate()
@@ -110,7 +110,8 @@ SetEnv PATH={path} FAKE_GPU_DIR={self.fake_gpu_dir}
         return (self.workdir / "ssh_host_ed25519_key.pub").read_text().split()[1]
 
 
-def _children(parent: int) -> list[int]:
+def children(parent: int) -> list[int]:
+    """The processes whose parent is ``parent``."""
     children = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:

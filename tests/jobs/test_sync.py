@@ -17,6 +17,7 @@ from jobs.services import TaskSpec
 from monitoring.models import Activity, Host
 from monitoring.signals import cycle_finished
 from reservations.models import Reservation, ReservedDevice
+from tests.realparts import children
 from tests.security.conftest import database_url
 
 from .conftest import wait_for
@@ -69,10 +70,14 @@ def test_a_restarted_service_finds_its_running_tasks_again(runner, node, setting
     task.refresh_from_db()
     assert task.status == Task.Status.RUNNING
     release.touch()
-    assert wait_for(lambda: Path(task.log_path).with_suffix(".exit").exists(), timeout=30)
+    exit_file = Path(task.log_path).with_suffix(".exit")
+    assert wait_for(lambda: exit_file.exists(), timeout=30)
     assert "1 active tasks checked, 1 ended" in syncjobs_in_a_new_process(settings)
     task.refresh_from_db()
     assert task.status == Task.Status.EXITED and task.exit_code == 7
+    # The file holds the code; the end is when it was written, as the host's clock tells it.
+    assert exit_file.read_text() == "7\n"
+    assert task.ended_at.timestamp() == int(exit_file.stat().st_mtime)
 
 
 @pytest.mark.parametrize("fifo", [True, False], ids=["woken-by-fifo", "polling-without-fifo"])
@@ -94,12 +99,35 @@ def test_waiting_on_the_host_records_the_end_the_moment_the_exit_file_appears(
         "next\n",
     )
     task.refresh_from_db()
-    assert task.status == Task.Status.EXITED and task.exit_code == 7 and task.ended_at
-    # A command run after the end that fails gives no output to trust.
+    assert task.status == Task.Status.EXITED and task.exit_code == 7
+    written = Path(task.log_path).with_suffix(".exit").stat().st_mtime
+    assert abs(task.ended_at.timestamp() - written) < 5
+    # A command run after the end that fails gives no output to trust; an end found there
+    # before the wait is dated by its exit file.
     state, then_out = remote.wait_for_exit(
         node, task.unix_username, task.session_name, 1, ["sh", "-c", "echo half; exit 3"]
     )
     assert state.exit_code == 7 and then_out is None
+    assert state.ended_at.timestamp() == int(written)
+
+
+def test_the_waiter_answers_at_the_end_not_when_its_timer_runs_out(tmp_path):
+    """The wait sleeps in the shell's read with a timer beside it; the window's line wakes it,
+    and the timer's sleep, left to run out, holds none of the call's output (a caller
+    reading to the end of it, as the local transport does, would wait for it)."""
+    os.mkfifo(tmp_path / "t.done")
+    argv = ["sh", "-c", remote.WAIT_EXIT, "sh", str(tmp_path), "t", "120", "2400", "echo", "x"]
+    waiter = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    try:
+        # In its read once its timer runs: the first process it starts (the rest are built-ins).
+        assert wait_for(lambda: children(waiter.pid))
+        (tmp_path / "t.exit").write_text("3\n")
+        with open(tmp_path / "t.done", "w") as line:  # as the window writes it
+            line.write("1\n")
+        out, _ = waiter.communicate(timeout=60)  # the timer has 120 s left
+    finally:
+        waiter.kill()
+    assert out == "3\n--then--\nx\n--then-status 0\n"
 
 
 def test_a_session_that_vanished_without_exit_code_is_marked_failed(runner, node):

@@ -19,7 +19,7 @@ from monitoring.sessions import Sessions, start_session
 from tests.jobs.conftest import wait_for
 from tests.monitoring.conftest import make_host
 from tests.monitoring.test_ssh_probe import UUID0, UUID1, accepted_logins, gpu_row
-from tests.realparts import Sshd, _children
+from tests.realparts import Sshd, children
 
 # Readings that change from one moment to the next; everything else must be equal.
 MOMENTARY = {"utilization", "memory_used_mib", "used_mib"}
@@ -53,7 +53,7 @@ def own_sshd(tmp_path, hive_data_dir, fake_gpu_root, settings):
     server = Sshd(tmp_path / "sshd", public_key_line(), fake_gpu_root).start()
     yield server
     with contextlib.suppress(ProcessLookupError):
-        for pid in [server.proc.pid, *_children(server.proc.pid)]:
+        for pid in [server.proc.pid, *children(server.proc.pid)]:
             os.kill(pid, signal.SIGCONT)
     server.stop()
 
@@ -167,7 +167,7 @@ def test_a_network_drop_times_out_then_the_host_comes_back(own_sshd, lab, loop, 
     settings.NVIDIA_SMI_TIMEOUT = 0.25  # a probe may take 4 × 0.25 + 10 s
     host = make_host(own_sshd, "dropping", "127.0.0.2")
     cycle_until(loop, host, is_up, 10)
-    frozen = [own_sshd.proc.pid, *_children(own_sshd.proc.pid)]
+    frozen = [own_sshd.proc.pid, *children(own_sshd.proc.pid)]
     for pid in frozen:  # nothing answers any more, and no connection is closed
         os.kill(pid, signal.SIGSTOP)
     host = cycle_until(loop, host, lambda h: h.status != Host.Status.UP, 20)
