@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Case, Value, When, prefetch_related_objects
 from django.utils import timezone
 
-from accesscontrol.accounts import spawn_min_uid
+from accesscontrol.accounts import RunAs, spawn_min_uid
 from accesscontrol.permissions import can
 from audit.log import record
 from monitoring import lease
@@ -200,12 +200,12 @@ def check_may_run(user, task: Task) -> None:
         raise PermissionDenied("Only the job's owner can start its tasks: they run as the owner.")
 
 
-def check_can_start(task: Task, now: datetime, processes=None) -> str | None:
+def check_can_start(task: Task, now: datetime, processes=None) -> RunAs | None:
     """The start rule (queueing.availability) allows the owner on every GPU of the task,
     over its run (until its scheduled stop, else the reservation horizon); every reason
     is said. ``processes``: what nvidia-smi showed just now, per host id, if asked.
-    Returns the UNIX account the rule found for the owner on the task's host (None for a
-    task without GPUs: the rule did not look)."""
+    Returns the UNIX account the rule found for the owner on the task's host, with its UID
+    floor (None for a task without GPUs: the rule did not look)."""
     devices = list(task.devices.all())  # the rule reads them again, with their hosts
     reasons, rule = start_rule(
         task.job.owner, devices, now, task.scheduled_stop, job=task.job, processes=processes
@@ -215,10 +215,6 @@ def check_can_start(task: Task, now: datetime, processes=None) -> str | None:
     if task.reservation is not None:
         check_reservation(task.job.owner, task.reservation, devices)
     return rule.account(task.job.owner, task.host)
-
-
-def unix_name(task: Task) -> str:
-    return accounts.run_as(task.job.owner, task.host)
 
 
 def task_env(task: Task) -> dict[str, str]:
@@ -240,13 +236,13 @@ def spawn_task(task: Task, user, processes=None) -> Task:
     ``user`` is who asks (None for the scheduler); refusals raise and change nothing.
     ``processes``: as for check_can_start.
     """
-    claim_start(task, user, processes)
-    return launch_claimed(task, reread=False)
+    return launch_claimed(task, claimed_as=claim_start(task, user, processes))
 
 
-def claim_start(task: Task, user, processes=None) -> None:
+def claim_start(task: Task, user, processes=None) -> RunAs:
     """The checks of a start, then the task marked "starting" (exactly one caller wins) and
-    audited; no host is called, so a request may do this and leave the launch to a worker."""
+    audited; no host is called, so a request may do this and leave the launch to a worker.
+    Returns the account it runs as (for ``launch_claimed`` in this process)."""
     check_may_run(user, task)
     if task.status != Task.Status.PENDING:
         raise ValidationError(
@@ -254,7 +250,10 @@ def claim_start(task: Task, user, processes=None) -> None:
         )
     now = timezone.now()
     prefetch_related_objects([task], "devices")  # read once for the checks, argv and audit
-    username = check_can_start(task, now, processes) or unix_name(task)
+    account = check_can_start(task, now, processes) or accounts.account_for(
+        task.job.owner, task.host
+    )
+    username = account.name
     argv = planned_argv(task)
     claimed = Task.objects.filter(pk=task.pk, status=Task.Status.PENDING).update(
         status=Task.Status.STARTING,
@@ -278,16 +277,22 @@ def claim_start(task: Task, user, processes=None) -> None:
         # Names only: values may be tokens (WANDB_API_KEY=...), and the audit is kept longest.
         env_names=sorted(task_env(task)),
     )
+    return account
 
 
-def launch_claimed(task: Task, reread: bool = True) -> Task:
-    """Start the screen session of a task claimed by ``claim_start``, as the argv it stored
-    (read again unless ``reread`` is False: the caller claimed it just now, in this process)."""
-    if reread:
+def launch_claimed(task: Task, claimed_as: RunAs | None = None) -> Task:
+    """Start the screen session of a task claimed by ``claim_start``, as the argv it stored.
+    ``claimed_as``: what claim_start returned, when the caller claimed it just now in this
+    process; without it the task is read again and its account's UID floor asked again."""
+    if claimed_as is None:
         task.refresh_from_db()
     try:
         # The UID floor is checked on the host itself (accesscontrol.accounts).
-        min_uid = spawn_min_uid(task.unix_username, task.host)
+        min_uid = (
+            claimed_as.min_uid
+            if claimed_as is not None
+            else spawn_min_uid(task.unix_username, task.host)
+        )
         spawned = remote.spawn(task.host, task.unix_username, task.argv, min_uid=min_uid)
     except remote.RemoteError as exc:
         _finish(task, Task.Status.FAILED, error=str(exc))

@@ -31,6 +31,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Max
 from django.utils import timezone
 
+from accesscontrol.accounts import RunAs
 from accesscontrol.coverage import active_ban, ban_sentence, check_access, coverage_map
 from jobs import accounts
 from jobs.models import Task
@@ -135,7 +136,7 @@ class Cluster:
             devices = devices.filter(pk__in=device_ids)
         self.gpus = {d.pk: Gpu(d) for d in devices.select_related("host").order_by("pk")}
         self._users: dict[int, dict[int, list[Reason]]] = {}
-        self._run_as: dict[tuple[int, int], str] = {}  # (user id, host id) -> UNIX account
+        self._run_as: dict[tuple[int, int], RunAs] = {}  # (user id, host id) -> UNIX account
         self._mark_down_hosts()
         self._mark_tasks()
         self._mark_claims()
@@ -288,15 +289,15 @@ class Cluster:
         problems = {}
         for host in {g.host for g in self.gpus.values()}:
             try:
-                self._run_as[user.pk, host.pk] = accounts.run_as(user, host)
+                self._run_as[user.pk, host.pk] = accounts.account_for(user, host)
             except ValidationError as exc:
                 problems[host.pk] = " ".join(exc.messages)
         return problems
 
-    def account(self, user, host: Host) -> str | None:
-        """The UNIX account ``user``'s tasks run as on ``host``, as the rule found it (a start
-        uses it, instead of asking again); None where it did not look (no GPU of that host
-        was asked about) or found none."""
+    def account(self, user, host: Host) -> RunAs | None:
+        """The UNIX account ``user``'s tasks run as on ``host`` and its UID floor, as the rule
+        found them (a start uses them, instead of asking again); None where it did not look
+        (no GPU of that host was asked about) or found none."""
         self.user_reasons(user)
         return self._run_as.get((user.pk, host.pk))
 

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 
+from accesscontrol.accounts import RunAs
 from jobs import services as job_services
 from jobs.models import Job, Task
 from monitoring import parsers
@@ -223,11 +224,11 @@ class Runner:
         template = command.replace("{", "{{").replace("}", "}}")
         spec = job_services.TaskSpec(host=self.host, template=template, devices=[device])
         try:
-            task = self.claim(spec, processes)
+            task, account = self.claim(spec, processes)
         except ValidationError as exc:
             return None, exc.messages[0]
         try:
-            task = job_services.launch_claimed(task, reread=False)
+            task = job_services.launch_claimed(task, claimed_as=account)
         except ValidationError as exc:
             with self.lock:
                 self.failed += 1
@@ -239,9 +240,10 @@ class Runner:
         self.say(f"started  #{task.pk} gpu {device.index}: {command}")
         return task, ""
 
-    def claim(self, spec: job_services.TaskSpec, processes) -> Task:
-        """A new task, checked by the start rule and claimed, in one transaction; the first
-        one creates the job (taken back with it if its start is refused)."""
+    def claim(self, spec: job_services.TaskSpec, processes) -> tuple[Task, RunAs]:
+        """A new task, checked by the start rule and claimed, in one transaction, and the
+        account it runs as; the first one creates the job (taken back with it if its start
+        is refused)."""
         with self.claiming:
             job = self.job
             try:
@@ -256,11 +258,11 @@ class Runner:
                         task = self.job.tasks.get()
                     else:
                         task = job_services.add_task(self.job, spec)
-                    job_services.claim_start(task, self.owner, processes)
+                    account = job_services.claim_start(task, self.owner, processes)
             except BaseException:  # rolled back: a job made here is gone too
                 self.job = job
                 raise
-            return task
+            return task, account
 
     def wait_for_end(self, device: Device, task: Task) -> str | None:
         """Wait for the task to end; what nvidia-smi showed right after, when the host's wait
