@@ -85,6 +85,30 @@ def test_it_limits_device_grants_to_those_devices(warsaw, owner, node1):
     assert covered[first] == [] and covered[second] == [(utc(2025, 6, 2), utc(2025, 6, 3))]
 
 
+def test_its_reads_grow_with_the_kinds_of_scope_not_with_what_grants_name(
+    warsaw, owner, node1, node2, django_assert_num_queries
+):
+    """Every start asks this (the start rule): bans, grants and windows are one query each;
+    hosts and GPUs are read only for grants scoped to them, one query per kind."""
+    span = (utc(2025, 6, 2), utc(2025, 6, 3))
+    grant(users=[owner], windows=MONDAYS_8_16)
+    devices = list(Device.objects.select_related("host"))
+    with django_assert_num_queries(3):
+        coverage_map(owner, *span, devices)
+    grant(users=[owner], scope="hosts", hosts=[node2])
+    for index in range(4):
+        grant(users=[owner], scope="devices", devices=[node1.devices.get(index=index % 2)])
+    with django_assert_num_queries(5):
+        covered = coverage_map(owner, *span, devices)
+    monday = [(utc(2025, 6, 2, 6), utc(2025, 6, 2, 14))]  # the windowed grant alone, CEST
+    assert all(covered[d] == [span[0:2]] for d in devices)  # each scoped grant covers its own
+    grant_with_nothing = grant(users=[owner], scope="devices")
+    assert coverage_map(owner, *span, devices) == covered
+    grant_with_nothing.delete()
+    Grant.objects.exclude(scope="all").delete()
+    assert all(c == monday for c in coverage_map(owner, *span, devices).values())
+
+
 def test_it_refuses_a_banned_user_with_the_reason_at_once(warsaw, owner, gpu):
     grant(users=[owner])
     span = (utc(2030, 6, 2), utc(2030, 6, 3))
