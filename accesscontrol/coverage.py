@@ -191,10 +191,6 @@ def active_ban(user, at: datetime | None = None) -> Ban | None:
     return bans.order_by(F("until").desc(nulls_first=True)).first()
 
 
-def is_banned(user, at: datetime | None = None) -> bool:
-    return active_ban(user, at) is not None
-
-
 def bans_during(user, start: datetime, end: datetime) -> list[Ban]:
     """Bans of ``user`` overlapping [start, end): a ban runs from ``created`` to ``until``."""
     overlapping = Q(until__isnull=True) | Q(until__gt=start)
@@ -230,7 +226,7 @@ def coverage_map(
 
 def _bans_now_and_during(user, start: datetime, end: datetime) -> tuple[bool, list[Ban]]:
     """(whether ``user`` is banned now, their bans overlapping [start, end)), in one query:
-    as ``is_banned`` and ``bans_during`` answer them."""
+    as ``active_ban`` and ``bans_during`` answer them."""
     now = timezone.now()
     in_force_now = Q(created__lte=now) & (Q(until__isnull=True) | Q(until__gt=now))
     overlapping = Q(created__lt=end) & (Q(until__isnull=True) | Q(until__gt=start))

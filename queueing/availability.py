@@ -136,7 +136,7 @@ class Cluster:
             devices = devices.filter(pk__in=device_ids)
         self.gpus = {d.pk: Gpu(d) for d in devices.select_related("host").order_by("pk")}
         self._users: dict[int, dict[int, list[Reason]]] = {}
-        self._run_as: dict[tuple[int, int], RunAs] = {}  # (user id, host id) -> UNIX account
+        self._run_as: dict[tuple[int, int], RunAs] = {}  # (user id, host id) -> its account
         self._mark_down_hosts()
         self._mark_tasks()
         self._mark_claims()
