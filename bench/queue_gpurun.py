@@ -312,6 +312,11 @@ if __name__ == "__main__":
         default=[],
         help="also run the gpurun of this checkout (e.g. an export of main), interleaved",
     )
-    parser.add_argument("--smi-on-task-path", dest="smi", action="store_true")
+    parser.add_argument(
+        "--smi-on-task-path",
+        dest="smi",
+        action="store_true",
+        help="the fake nvidia-smi in /usr/local/bin for the run, as on a real host (root)",
+    )
     args = parser.parse_args()
     main(args.commands, args.hog, args.rounds, args.queue, args.others, args.smi)
