@@ -23,6 +23,7 @@ from .intervals import clip, gaps, merge
 from .models import Ban, Grant, site_zone
 
 ONE_DAY = timedelta(days=1)
+ONE_MICROSECOND = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True)
@@ -225,15 +226,18 @@ def coverage_map(
 
 
 def _bans_now_and_during(user, start: datetime, end: datetime) -> tuple[bool, list[Ban]]:
-    """(whether ``user`` is banned now, their bans overlapping [start, end)), in one query:
-    as ``active_ban`` and ``bans_during`` answer them."""
+    """(whether ``user`` is banned now, their bans overlapping [start, end)), from one
+    ``bans_during`` over both ranges: in force now is overlapping [now, now + 1 µs)."""
     now = timezone.now()
-    in_force_now = Q(created__lte=now) & (Q(until__isnull=True) | Q(until__gt=now))
-    overlapping = Q(created__lt=end) & (Q(until__isnull=True) | Q(until__gt=start))
-    bans = list(Ban.objects.filter(in_force_now | overlapping, user_id=user.pk))
-    banned_now = any(b.created <= now and (b.until is None or b.until > now) for b in bans)
-    during = [b for b in bans if b.created < end and (b.until is None or b.until > start)]
-    return banned_now, during
+    instant = now + ONE_MICROSECOND
+    bans = bans_during(user, min(start, now), max(end, instant))
+    banned_now = any(_overlaps(ban, now, instant) for ban in bans)
+    return banned_now, [ban for ban in bans if _overlaps(ban, start, end)]
+
+
+def _overlaps(ban: Ban, start: datetime, end: datetime) -> bool:
+    """As ``bans_during`` asks the database: the ban runs from ``created`` to ``until``."""
+    return ban.created < end and (ban.until is None or ban.until > start)
 
 
 def _coverage(principal, start, end, devices, bans: list[Ban]) -> dict[Device, list[tuple]]:

@@ -17,7 +17,6 @@ import pytest
 from django_q.signals import post_spawn
 
 from monitoring.models import Host
-from monitoring.supervisor import STATE_ENV
 from tests.faults.supervised import Service, fake_local_gpus, service, until
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,10 +42,9 @@ print(json.dumps(sorted(m for m in sys.modules if "." not in m)))
 """
 
 
-def top_modules(code: str, tmp_path, **env) -> set[str]:
-    environ = {k: v for k, v in os.environ.items() if k != STATE_ENV}
-    environ.update(DJANGO_SETTINGS_MODULE="hiveproject.settings", HIVE_DATA_DIR=str(tmp_path))
-    environ.update(env)
+def top_modules(code: str, tmp_path) -> set[str]:
+    environ = {**os.environ, "DJANGO_SETTINGS_MODULE": "hiveproject.settings"}
+    environ["HIVE_DATA_DIR"] = str(tmp_path)
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True, text=True
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 from django.conf import settings
 
 from monitoring.supervisor import group_members
-from tests.realparts import FakeGpus
+from tests.realparts import FakeGpus, children
 from tests.security.conftest import service_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,14 +103,9 @@ def cluster_of(supervisor: int) -> tuple[int, Path] | tuple[None, None]:
     note their tasks in. The cluster is the supervisor's child that leads a group of its own
     (as daphne, under serve, does too); the directory is named after the supervisor, and
     only the running cluster's exists."""
-    pid = next(
-        (
-            p
-            for p in session_members(supervisor)
-            if parent(p) == supervisor and pgid(p) == p and not is_daphne(p)
-        ),
-        None,
-    )
+    alive = set(session_members(supervisor))  # zombies left out
+    leaders = [p for p in children(supervisor) if p in alive and pgid(p) == p and not is_daphne(p)]
+    pid = leaders[0] if leaders else None
     found = sorted(Path(tempfile.gettempdir()).glob(f"hive-workers-{supervisor}-*"))
     return (pid, found[0]) if pid and len(found) == 1 else (None, None)
 
@@ -122,13 +117,6 @@ def cluster_workers(supervisor: int) -> list[int]:
         return []
     noted = {int(p.name.split("-")[1]) for p in state.glob("done-*")}
     return sorted(set(group_members(pid)) & noted)
-
-
-def parent(pid: int) -> int | None:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
-    except OSError:
-        return None
 
 
 def is_daphne(pid: int) -> bool:
