@@ -18,6 +18,7 @@ from django.db.models import Q
 
 from monitoring.models import Host
 
+from . import changes
 from .models import HostAccount, Profile, RunAsAllowance
 from .permissions import managed_hosts
 from .services import profile_for
@@ -67,10 +68,20 @@ def spawn_min_uid(name: str, host: Host) -> int:
 
 
 def check_run_as(user, host: Host) -> RunAs:
-    """The account ``user``'s work runs as on ``host``; ValidationError if none or refused."""
+    """The account ``user``'s work runs as on ``host``; ValidationError if none or refused.
+    Every start asks this: the answer is kept until the access facts change
+    (accesscontrol.changes), per user and host (and per what else decides it here)."""
+    key = ("run as", user.pk, host.pk, settings.RUN_AS_MIN_UID, service_account())
+    found = changes.remembered(key, lambda: _run_as_or_why_not(user, host))
+    if isinstance(found, RunAs):
+        return found
+    raise ValidationError(found)
+
+
+def _run_as_or_why_not(user, host: Host) -> RunAs | str:
     name = profile_for(user).unix_username_for(host)
     if not name:
-        raise ValidationError(
+        return (
             f"{user} has no UNIX account name for {host}: an admin sets it on the user's "
             "profile (Admin › Profiles)."
         )
@@ -78,7 +89,7 @@ def check_run_as(user, host: Host) -> RunAs:
         return RunAs(name, 0)
     why = refusal(name)
     if why:
-        raise ValidationError(
+        return (
             f"{user} is mapped to the UNIX account {name} on {host}, which is refused: {why}. "
             "An admin may allow it explicitly (Admin › Run-as allowances)."
         )

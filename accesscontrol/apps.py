@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class AccesscontrolConfig(AppConfig):
@@ -11,3 +12,6 @@ class AccesscontrolConfig(AppConfig):
             firstadmin,  # noqa: F401  (removes the first admin's password file at sign-in)
             receivers,  # noqa: F401  (connects the signal receivers)
         )
+        from .changes import install_triggers
+
+        post_migrate.connect(install_triggers, sender=self)

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from monitoring.models import Device, Host
 
+from . import changes
 from .intervals import clip, gaps, merge
 from .models import Ban, Grant, site_zone
 
@@ -159,9 +160,15 @@ def grants_of(principal) -> list[Grant]:
     """Grants naming a user (directly or through their groups), or naming a group, with what
     coverage reads of them: their windows, and the hosts or GPUs (ids only) of scoped grants.
 
-    Every start asks this (the start rule), so it reads only what a grant's scope needs: a
-    grant of all devices, the usual kind, costs no query for hosts or GPUs.
+    Every start asks this (the start rule): it is kept until the access facts change
+    (accesscontrol.changes), and read only as far as a grant's scope needs: a grant of all
+    devices, the usual kind, costs no query for hosts or GPUs.
     """
+    key = ("grants", *changes.principal_key(principal))
+    return list(changes.remembered(key, lambda: _read_grants(principal)))
+
+
+def _read_grants(principal) -> list[Grant]:
     if isinstance(principal, Group):
         query = Grant.objects.filter(groups=principal)
     else:
@@ -226,12 +233,13 @@ def coverage_map(
 
 
 def _bans_now_and_during(user, start: datetime, end: datetime) -> tuple[bool, list[Ban]]:
-    """(whether ``user`` is banned now, their bans overlapping [start, end)), from one
-    ``bans_during`` over both ranges: in force now is overlapping [now, now + 1 µs)."""
+    """(whether ``user`` is banned now, their bans overlapping [start, end)), from every ban
+    of theirs, kept until the access facts change (a user has few): in force now is
+    overlapping [now, now + 1 µs)."""
     now = timezone.now()
-    instant = now + ONE_MICROSECOND
-    bans = bans_during(user, min(start, now), max(end, instant))
-    banned_now = any(_overlaps(ban, now, instant) for ban in bans)
+    key = ("bans", user.pk)
+    bans = changes.remembered(key, lambda: list(Ban.objects.filter(user_id=user.pk)))
+    banned_now = any(_overlaps(ban, now, now + ONE_MICROSECOND) for ban in bans)
     return banned_now, [ban for ban in bans if _overlaps(ban, start, end)]
 
 
@@ -260,8 +268,8 @@ def check_access(user, device: Device, start: datetime, end: datetime) -> Access
 
     Default deny; grants chain (together they may cover what none covers alone). A user
     banned now is refused the whole period, with the ban's reason; a ban starting later
-    refuses the part it overlaps. Reads the database every call, so admin changes count at
-    once.
+    refuses the part it overlaps. Admin changes count at once: grants and bans are kept only
+    while nothing they are read from changed (accesscontrol.changes).
     """
     _check_range(start, end)
     if start >= end:

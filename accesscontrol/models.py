@@ -252,6 +252,19 @@ class RunAsAllowance(models.Model):
         return f"{self.unix_username}@{self.host or 'every host'} allowed: {self.reason}"
 
 
+class AccessChange(models.Model):
+    """One row whose token the database sets anew with every change to the facts access is
+    decided from (accesscontrol.changes): processes keep those facts while it stays."""
+
+    token = models.CharField(max_length=64)
+
+    class Meta:
+        verbose_name = "access change token"
+
+    def __str__(self):
+        return self.token
+
+
 class MessageQuerySet(models.QuerySet):
     def active(self, at=None):
         at = at or timezone.now()

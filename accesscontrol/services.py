@@ -55,7 +55,7 @@ def ensure_default_group() -> Group:
 
 @transaction.atomic
 def ban_user(user, reason: str, until: datetime | None = None, by=None) -> Ban:
-    """Ban ``user`` from now on; takes effect at the next access check (no caching)."""
+    """Ban ``user`` from now on; takes effect at the next access check (accesscontrol.changes)."""
     return Ban.objects.create(user=user, reason=reason, until=until, created_by=by)
 
 

@@ -42,6 +42,7 @@ PROFILE_PATHS = (
     "tests/protection/test_end_to_end.py",  # handlers as broker tasks, real processes
     "tests/protection/test_handlers.py",
     "tests/accesscontrol/test_signals.py",  # grant rechecks handed to the broker
+    "tests/accesscontrol/test_changes.py",  # the change token's triggers, per database
     "tests/accesscontrol/test_api.py",  # smoke
     "tests/api/test_errors.py",  # database errors turned into answers
     "tests/api/test_limits.py",  # NUL, repeated ids and sizes the database would refuse
@@ -111,6 +112,15 @@ def _fresh_cache():
     cache.clear()
     yield
     cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def _no_access_facts_kept():
+    """Each test starts with no access facts kept by this process (accesscontrol.changes),
+    so the queries it counts do not depend on the tests before it."""
+    from accesscontrol import changes
+
+    changes.forget()
 
 
 @pytest.fixture

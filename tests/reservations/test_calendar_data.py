@@ -6,6 +6,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.utils import timezone
 
+from accesscontrol import changes
 from accesscontrol.models import Grant, Window
 from accesscontrol.services import profile_for
 from monitoring.models import Device, Host
@@ -42,11 +43,15 @@ def test_the_feed_uses_a_constant_number_of_queries(
     many_bookings(count)
     client.force_login(owner)
     profile_for(owner)
+    changes.forget()  # the bookings' checks kept some of the owner's access facts
     # session, user, zone, choice, devices, slots, bans (one query), grants and their windows
-    # (a grant of all devices needs no hosts or GPUs read)
-    with django_assert_num_queries(9):
+    # (a grant of all devices needs no hosts or GPUs read), the change token twice
+    with django_assert_num_queries(11):
         events = feed(client, tomorrow(0).date())
     assert len(boxes(events)) == count
+    # Then the bans, grants and windows are kept while the token stays.
+    with django_assert_num_queries(11 - 3):
+        assert feed(client, tomorrow(0).date()) == events
 
 
 def test_a_multi_gpu_booking_is_one_box_over_its_columns(client, owner, gpus, everyone_may_book):
@@ -106,10 +111,15 @@ def test_the_overview_page_uses_a_constant_number_of_queries(
         devices = [Device.objects.create(host=host, index=i, uuid=f"G{h}-{i}") for i in range(8)]
         book(owner, devices[:2], tomorrow(9), tomorrow(10))
     client.force_login(owner)
-    with django_assert_num_queries(11):  # the grant's hosts and GPUs are not read (all devices)
+    changes.forget()  # the bookings' checks kept some of the owner's access facts
+    # The grant's hosts and GPUs are not read (all devices); the change token is, twice.
+    with django_assert_num_queries(13):
         response = client.get("/reservations/overview/")
     assert response.status_code == 200
     assert response.content.decode().count('class="ov-run mine"') == 2 * hosts
+    with django_assert_num_queries(13 - 3):  # then bans, grants and windows are kept
+        again = client.get("/reservations/overview/")
+    assert again.content.decode().count('class="ov-run mine"') == 2 * hosts
 
 
 def test_choosing_gpus_in_the_overview_narrows_the_calendar(client, owner, gpus):
