@@ -15,6 +15,7 @@ Kept answers are read after the token: when a change commits between the two, th
 than their token, and the next decision reads the new token and reads them again.
 """
 
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -102,6 +103,16 @@ def forget() -> None:
     """Drop every kept answer (tests that count queries start from none)."""
     with _lock:
         _kept.update(token=None, answers={})
+
+
+def _after_fork_in_child() -> None:
+    # The workers fork from the cluster: a lock another thread held then would stay held.
+    global _lock
+    _lock = threading.Lock()
+    _kept.update(token=None, answers={})
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def principal_key(principal) -> tuple:
