@@ -1,15 +1,15 @@
 """Access facts kept by a process for as long as the database says they have not changed.
 
-Every start asks the start rule, which reads the user's grants, bans and UNIX account: some
-eight queries, the same answers nearly every time (an admin changes them now and then, a
-user starts work all day). A process keeps those answers (``remembered``) under a token the
-database itself changes, in the same transaction, on every change to what they are read
-from: the ``TRACKED`` tables, with a trigger on each (installed after every migrate). So an
+Every start asks the start rule, which reads the user's grants, bans and UNIX account: six to
+nine queries, the same answers nearly every time (an admin changes them now and then, a user
+starts work all day). A process keeps those answers (``remembered``) under a token the
+database itself changes, in the same transaction, on every change to what they are read from:
+the tables ``tracked`` names, with triggers on each (installed after every migrate). So an
 admin's change, from any process and any path (admin, API, shell, raw SQL, a rolled-back
 transaction), counts at the next decision, as it did when every decision read it all, and a
-decision costs one small read instead. The token is random, never a counter: a transaction
-that changed the facts and rolled back leaves a token no later state can have again, so
-nothing kept from inside it is ever taken for the facts after.
+decision costs one small read per kind of fact instead. The token is random, never a counter:
+a transaction that changed the facts and rolled back leaves a token no later state can have
+again, so nothing kept from inside it is ever taken for the facts after.
 
 Kept answers are read after the token: when a change commits between the two, they are newer
 than their token, and the next decision reads the new token and reads them again.
