@@ -268,8 +268,8 @@ def check_access(user, device: Device, start: datetime, end: datetime) -> Access
 
     Default deny; grants chain (together they may cover what none covers alone). A user
     banned now is refused the whole period, with the ban's reason; a ban starting later
-    refuses the part it overlaps. Admin changes count at once: grants and bans are kept only
-    while nothing they are read from changed (accesscontrol.changes).
+    refuses the part it overlaps. Admin changes count at once: the grants it reads are kept
+    only while nothing they come from changed (accesscontrol.changes).
     """
     _check_range(start, end)
     if start >= end:

@@ -23,6 +23,7 @@ from accesscontrol.models import (
 )
 from accesscontrol.services import profile_for
 from monitoring.models import Device, Host
+from queueing.availability import BANNED, may_start
 
 from .conftest import utc
 
@@ -165,3 +166,11 @@ def test_a_change_committed_by_another_connection_counts(owner, gpu):
     thread.start()
     thread.join()
     assert not covered(owner, gpu)
+
+
+def test_the_start_rule_refuses_at_once_a_user_banned_after_it_allowed_them(owner, gpu, granted):
+    Profile.objects.filter(pk=profile_for(owner).pk).update(unix_username="alice")
+    assert may_start(owner, [gpu]) == []  # the facts are kept from here on
+    assert may_start(owner, [gpu]) == []
+    Ban.objects.create(user=owner, reason="cooling off")
+    assert [reason.code for reason in may_start(owner, [gpu])] == [BANNED]
