@@ -83,10 +83,11 @@ def test_killed_workers_are_replaced_and_work_resumes_each_task_once(
         pytest.skip("on Redis, work queued while the cluster stalls is lost (README, Workers)")
     until(last_seen, 60, "a first probe", workers)
     until(lambda: len(workers.workers()) == 3, 60, "three workers up", workers)
-    if victims == "all workers":
-        killed = workers.workers()
-    else:
-        killed = [until(lambda: next_in_line(workers), 30, "an idle worker in line", workers)]
+    # The idle worker in line holds the task queue's lock: killed, it leaves the queue stalled.
+    in_line = until(lambda: next_in_line(workers), 30, "an idle worker in line", workers)
+    # All of them: taken at once, so the one in line is among them (when every worker was
+    # busy, none held the lock, and the cluster would carry on without a restart).
+    killed = workers.workers() if victims == "all workers" else [in_line]
     for pid in killed:
         os.kill(pid, signal.SIGKILL)
     killed_at = timezone.now()
