@@ -22,7 +22,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db import connection
+from django.db import connection, connections
 
 from monitoring.models import Host
 
@@ -122,12 +122,21 @@ def principal_key(principal) -> tuple:
 # --- the triggers -----------------------------------------------------------------------------
 
 
+def drop_triggers(db) -> None:
+    """Remove every trigger of the prefix (before the token's table goes: a trigger left
+    would make every change to its table fail)."""
+    install = _SQLITE if db.vendor == "sqlite" else _POSTGRESQL
+    with db.cursor() as cursor:
+        for name, table in install.present(cursor).items():
+            cursor.execute(install.drop(db, name, table))
+        for sql in install.cleanup:
+            cursor.execute(sql)
+
+
 def install_triggers(sender=None, using="default", **kwargs) -> None:
     """Put the triggers on every tracked table (post_migrate: a migrate that rebuilds a table,
     as SQLite's do, drops its triggers); those already there are left, others of the prefix
     dropped. Tables not there yet (a migrate backwards) get theirs at the next migrate."""
-    from django.db import connections
-
     db = connections[using]
     existing = set(db.introspection.table_names())
     if AccessChange._meta.db_table not in existing:
@@ -162,7 +171,7 @@ class _SQLITE:
     (No conflict clause: the statement that fires a trigger imposes its own, so a REPLACE
     here would become the IGNORE of Django's many-to-many inserts.)"""
 
-    prepare = ()
+    prepare = cleanup = ()
     _TABLE = AccessChange._meta.db_table
     _RANDOM = "lower(hex(randomblob(16)))"
     NEW_TOKEN = (
@@ -208,6 +217,7 @@ class _POSTGRESQL:
         f"INSERT INTO {AccessChange._meta.db_table} (id, token) "  # noqa: S608 (our table)
         "VALUES (1, gen_random_uuid()::text) ON CONFLICT (id) DO UPDATE SET token = EXCLUDED.token",
     )
+    cleanup = (f"DROP FUNCTION IF EXISTS {FUNCTION}()",)
     prepare = (
         f"CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ "
         f"BEGIN {NEW_TOKEN[0]}; RETURN NULL; END $$",

@@ -3,6 +3,13 @@
 from django.db import migrations, models
 
 
+def drop_triggers(apps, schema_editor):
+    # Undone: the triggers go before their token's table (post_migrate puts them in).
+    from accesscontrol.changes import drop_triggers
+
+    drop_triggers(schema_editor.connection)
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -20,4 +27,5 @@ class Migration(migrations.Migration):
                 'verbose_name': 'access change token',
             },
         ),
+        migrations.RunPython(migrations.RunPython.noop, drop_triggers),
     ]

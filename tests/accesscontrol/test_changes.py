@@ -174,3 +174,15 @@ def test_the_start_rule_refuses_at_once_a_user_banned_after_it_allowed_them(owne
     assert may_start(owner, [gpu]) == []
     Ban.objects.create(user=owner, reason="cooling off")
     assert [reason.code for reason in may_start(owner, [gpu])] == [BANNED]
+
+
+def test_undoing_the_migration_leaves_no_trigger_behind(owner):
+    """Migrated back (0005 undone), the token's table goes: a trigger left would make every
+    change to its table fail. The migration drops them first, with this."""
+    changes.drop_triggers(connection)
+    install = changes._SQLITE if connection.vendor == "sqlite" else changes._POSTGRESQL
+    with connection.cursor() as cursor:
+        assert install.present(cursor) == {}
+        cursor.execute("DROP TABLE accesscontrol_accesschange")  # as undoing 0005 does
+    get_user_model().objects.create_user("after", "after@example.org", "pw-after-1")
+    Ban.objects.create(user=owner, reason="still works")
