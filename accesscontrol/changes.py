@@ -31,7 +31,7 @@ from .models import AccessChange, Ban, Grant, HostAccount, Profile, RunAsAllowan
 # Triggers carry this prefix and version: a new definition gets a new version, and triggers
 # of other versions are dropped when it is installed.
 BASE = "hive_access_changed"
-PREFIX = f"{BASE}_v2"
+PREFIX = f"{BASE}_v1"
 
 # Once this many answers are kept under one token, the oldest half is dropped (users × hosts).
 LIMIT = 20_000
