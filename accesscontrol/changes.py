@@ -7,7 +7,7 @@ database itself changes, in the same transaction, on every change to what they a
 the tables ``tracked`` names, with triggers on each (installed after every migrate). So an
 admin's change, from any process and any path (admin, API, shell, raw SQL, a rolled-back
 transaction), counts at the next decision, as it did when every decision read it all, and a
-decision costs one small read per kind of fact instead. The token is random, never a counter:
+decision costs one small read instead (``one_token``). The token is random, never a counter:
 a transaction that changed the facts and rolled back leaves a token no later state can have
 again, so nothing kept from inside it is ever taken for the facts after.
 
@@ -18,6 +18,7 @@ than their token, and the next decision reads the new token and reads them again
 import os
 import threading
 from collections.abc import Callable
+from contextlib import contextmanager
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -78,9 +79,28 @@ def token() -> str | None:
     return row[0] if row else None
 
 
+_one = threading.local()  # .token: the token one_token read, for this thread
+
+
+@contextmanager
+def one_token():
+    """Within this, kept facts are looked up under the token read once, at its start: a
+    decision about many hosts (a queue round, the placement answer) reads it once instead of
+    once per host. What it reads is the facts as they were then; a change made meanwhile
+    counts at the next decision."""
+    if hasattr(_one, "token"):  # within one already
+        yield
+        return
+    _one.token = token()
+    try:
+        yield
+    finally:
+        del _one.token
+
+
 def remembered(key: tuple, read: Callable[[], Any]) -> Any:
     """``read()``, or what it gave under the current token. Callers must not change it."""
-    current = token()
+    current = _one.token if hasattr(_one, "token") else token()
     if current is None:
         return read()
     with _lock:

@@ -31,6 +31,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Max
 from django.utils import timezone
 
+from accesscontrol import changes
 from accesscontrol.accounts import RunAs
 from accesscontrol.coverage import active_ban, ban_sentence, check_access, coverage_map
 from jobs import accounts
@@ -251,10 +252,12 @@ class Cluster:
 
     def _reasons_of(self, user) -> dict[int, list[Reason]]:
         devices = [g.device for g in self.gpus.values()]
-        # No coverage at all when banned now; only then is the ban read for its sentence.
-        covered = coverage_map(user, self.now, self.now + ONE_MINUTE, devices)
-        ban = active_ban(user, self.now) if not all(covered.values()) else None
-        accounts_problems = self._accounts(user)
+        # The user's kept facts (grants, bans, an account per host), under one token read.
+        with changes.one_token():
+            # No coverage at all when banned now; only then is the ban read for its sentence.
+            covered = coverage_map(user, self.now, self.now + ONE_MINUTE, devices)
+            ban = active_ban(user, self.now) if not all(covered.values()) else None
+            accounts_problems = self._accounts(user)
         reasons = {}
         for pk, gpu in self.gpus.items():
             found = self._reserved_by_others(gpu, user)

@@ -9,11 +9,13 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from accesscontrol import changes
 from accesscontrol.accounts import RunAs, check_run_as
 from accesscontrol.coverage import coverage_map
 from accesscontrol.models import (
+    AccessChange,
     Ban,
     Grant,
     HostAccount,
@@ -186,3 +188,23 @@ def test_undoing_the_migration_leaves_no_trigger_behind(owner):
         cursor.execute("DROP TABLE accesscontrol_accesschange")  # as undoing 0005 does
     get_user_model().objects.create_user("after", "after@example.org", "pw-after-1")
     Ban.objects.create(user=owner, reason="still works")
+
+
+def test_a_decision_over_many_hosts_reads_the_token_once(owner, granted):
+    """A queue round or the placement answer asks about every host: the user's account per
+    host is kept, and looked up under one token read, not one per host."""
+    Profile.objects.filter(pk=profile_for(owner).pk).update(unix_username="alice")
+    gpus = [
+        Device.objects.create(
+            host=Host.objects.create(name=f"n{i}", address=f"n{i}"), index=0, uuid=f"G{i}"
+        )
+        for i in range(5)
+    ]
+    assert may_start(owner, gpus) == []
+    with CaptureQueriesContext(connection) as queries:
+        assert may_start(owner, gpus) == []
+    read = [q["sql"] for q in queries.captured_queries]
+    assert sum(AccessChange._meta.db_table in sql for sql in read) == 1
+    assert not [
+        sql for sql in read if "accesscontrol_" in sql.replace("accesscontrol_accesschange", "")
+    ]
