@@ -129,7 +129,7 @@ def _after_fork_in_child() -> None:
     # The workers fork from the cluster: a lock another thread held then would stay held.
     global _lock
     _lock = threading.Lock()
-    _kept.update(token=None, answers={})
+    forget()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -145,7 +145,7 @@ def principal_key(principal) -> tuple:
 def drop_triggers(db) -> None:
     """Remove every trigger of the prefix (before the token's table goes: a trigger left
     would make every change to its table fail)."""
-    install = _SQLITE if db.vendor == "sqlite" else _POSTGRESQL
+    install = _dialect(db)
     with db.cursor() as cursor:
         for name, table in install.present(cursor).items():
             cursor.execute(install.drop(db, name, table))
@@ -161,7 +161,7 @@ def install_triggers(sender=None, using="default", **kwargs) -> None:
     existing = set(db.introspection.table_names())
     if AccessChange._meta.db_table not in existing:
         return
-    install = _SQLITE if db.vendor == "sqlite" else _POSTGRESQL
+    install = _dialect(db)
     wanted = {}
     for table, columns in tracked().items():
         if table in existing:
@@ -182,8 +182,19 @@ def install_triggers(sender=None, using="default", **kwargs) -> None:
                 cursor.execute(sql)
 
 
-def _changed_columns(columns: tuple[str, ...]) -> str:
-    return " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in columns)
+def _dialect(db) -> type:
+    """How triggers are written and found on this database (SQLite or PostgreSQL)."""
+    return _SQLITE if db.vendor == "sqlite" else _POSTGRESQL
+
+
+def _changed_columns(columns: tuple[str, ...], differs: str = "IS DISTINCT FROM") -> str:
+    return " OR ".join(f"OLD.{c} {differs} NEW.{c}" for c in columns)
+
+
+def _trigger_names(cursor, sql: str) -> dict[str, str]:
+    """Name -> table of the triggers of the prefix, as ``sql`` (with one LIKE) lists them."""
+    cursor.execute(sql, [f"{BASE}%"])
+    return dict(cursor.fetchall())
 
 
 class _SQLITE:
@@ -207,9 +218,8 @@ class _SQLITE:
             name = f"{PREFIX}_{table}_{event.lower()}"
             when = ""
             if event == "UPDATE" and columns:
-                # SQLite spells IS DISTINCT FROM as IS NOT.
                 event = f"UPDATE OF {', '.join(columns)}"
-                when = " WHEN " + _changed_columns(columns).replace("IS DISTINCT FROM", "IS NOT")
+                when = f" WHEN {_changed_columns(columns, differs='IS NOT')}"  # (SQLite < 3.39)
             body = "; ".join(cls.NEW_TOKEN)
             sql = f"CREATE TRIGGER {name} AFTER {event} ON {quoted}{when} BEGIN {body}; END"
             found[name] = (table, sql)
@@ -217,11 +227,10 @@ class _SQLITE:
 
     @staticmethod
     def present(cursor) -> dict[str, str]:
-        cursor.execute(
+        return _trigger_names(
+            cursor,
             "SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger' AND name LIKE %s",
-            [f"{BASE}%"],
         )
-        return dict(cursor.fetchall())
 
     @staticmethod
     def drop(db, name: str, table: str) -> str:
@@ -246,37 +255,33 @@ class _POSTGRESQL:
     @classmethod
     def triggers(cls, db, table: str, columns: tuple[str, ...]) -> dict[str, tuple[str, str]]:
         quoted, run = db.ops.quote_name(table), f"EXECUTE FUNCTION {cls.FUNCTION}()"
+        # Every update counts, or (some columns named) only a row whose columns changed.
+        events = (
+            "INSERT OR DELETE OR TRUNCATE" if columns else "INSERT OR UPDATE OR DELETE OR TRUNCATE"
+        )
         name = f"{PREFIX}_{table}"[:63]
-        if not columns:
-            events = "INSERT OR UPDATE OR DELETE OR TRUNCATE"
-            return {
-                name: (
-                    table,
-                    f"CREATE TRIGGER {name} AFTER {events} ON {quoted} FOR EACH STATEMENT {run}",
-                )
-            }
-        renamed = f"{PREFIX}_{table}_renamed"[:63]
-        return {
+        found = {
             name: (
                 table,
-                f"CREATE TRIGGER {name} AFTER INSERT OR DELETE OR TRUNCATE ON {quoted} "
-                f"FOR EACH STATEMENT {run}",
-            ),
-            renamed: (
+                f"CREATE TRIGGER {name} AFTER {events} ON {quoted} FOR EACH STATEMENT {run}",
+            )
+        }
+        if columns:
+            renamed = f"{PREFIX}_{table}_renamed"[:63]
+            found[renamed] = (
                 table,
                 f"CREATE TRIGGER {renamed} AFTER UPDATE ON {quoted} FOR EACH ROW "
                 f"WHEN ({_changed_columns(columns)}) {run}",
-            ),
-        }
+            )
+        return found
 
     @staticmethod
     def present(cursor) -> dict[str, str]:
-        cursor.execute(
+        return _trigger_names(
+            cursor,
             "SELECT t.tgname, c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
             "WHERE NOT t.tgisinternal AND t.tgname LIKE %s",
-            [f"{BASE}%"],
         )
-        return dict(cursor.fetchall())
 
     @staticmethod
     def drop(db, name: str, table: str) -> str:

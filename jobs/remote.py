@@ -357,10 +357,6 @@ class Spawned:
     log_path: str
 
 
-# Run argv only if the account's UID is at least $1: a system account (postgres, www-data)
-# mapped by mistake is refused on the host itself, where its UID is known.
-
-
 def spawn(host: Host, username: str, argv: list[str], min_uid: int) -> Spawned:
     """Start ``argv`` (from spawn_argv) as ``username`` if its UID is at least ``min_uid``."""
     started = run_as(host, username, argv, min_uid=min_uid)

@@ -140,7 +140,7 @@ def test_a_kept_account_costs_one_query(owner, node1, django_assert_num_queries)
 def test_the_triggers_come_back_with_the_next_migrate(db):
     """A migrate that rebuilds a table drops its triggers (SQLite); the next post_migrate
     puts them back, and sets a new token (the facts may have changed without one)."""
-    install = changes._SQLITE if connection.vendor == "sqlite" else changes._POSTGRESQL
+    install = changes._dialect(connection)
     with connection.cursor() as cursor:
         present = install.present(cursor)
         name, table = next((n, t) for n, t in present.items() if t == Ban._meta.db_table)
@@ -182,7 +182,7 @@ def test_undoing_the_migration_leaves_no_trigger_behind(owner):
     """Migrated back (0005 undone), the token's table goes: a trigger left would make every
     change to its table fail. The migration drops them first, with this."""
     changes.drop_triggers(connection)
-    install = changes._SQLITE if connection.vendor == "sqlite" else changes._POSTGRESQL
+    install = changes._dialect(connection)
     with connection.cursor() as cursor:
         assert install.present(cursor) == {}
         cursor.execute("DROP TABLE accesscontrol_accesschange")  # as undoing 0005 does
