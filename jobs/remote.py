@@ -41,7 +41,8 @@ _RESOLVE_DIR = 'dir=$1; case $dir in "~/"*) dir=$HOME/${dir#"~/"};; esac; '
 # SIGTERM keeps the task running until it is killed, instead of looking ended. A `tail -f`
 # shows the log to whoever attaches with `screen -x`; being an asynchronous command of a
 # non-interactive shell it ignores SIGINT. Once the exit file is in place, a line into the
-# task's FIFO (opened read-write, so it never blocks) wakes whoever waits there (WAIT_EXIT).
+# task's FIFO, if a waiter made one (opened read-write, so it never blocks), wakes whoever
+# waits there (WAIT_EXIT).
 # Between the command's end and that line only shell built-ins run (the exit file is written
 # by printf, its time is its mtime): a process started there would delay every next start
 # of gpurun and the queue by its fork and exec, a few ms on a loaded host. The file is a few
@@ -61,7 +62,11 @@ WINDOW = (
 # earlier window of that name may still run (its pid file names a live process): asking it
 # costs more than the rest of the start (it probes every session of the account), and a
 # name is started again only when an interrupted start is retried (and only then are files
-# of an earlier window there to remove: `rm` runs only for those).
+# of an earlier window there to remove: `rm` runs only for those). The environment is
+# exported by a subshell that then becomes screen (one exec fewer than `env`); the names
+# were checked when the task was made (jobs.templating.check_env). The FIFO a waiter sleeps
+# on is made by its first wait (WAIT_EXIT), while the command runs: `mkfifo` here cost every
+# start a process before the command could begin, and a task nobody waits for needs none.
 SPAWN = _RESOLVE_DIR + (
     'name=$2 cmd=$3; shift 3; [ -d "$dir" ] || mkdir -p "$dir" || exit 3; '
     'old=; read -r old 2>/dev/null < "$dir/$name.pid"; '
@@ -70,9 +75,9 @@ SPAWN = _RESOLVE_DIR + (
     'echo "a screen session named $name is already running" >&2; exit 4; fi; '
     'for f in "$dir/$name.exit" "$dir/$name.pid" "$dir/$name.done"; do '
     'if [ -e "$f" ] || [ -h "$f" ]; then rm -f "$f"; fi; done; '
-    ': > "$dir/$name.log" || exit 3; mkfifo "$dir/$name.done" 2>/dev/null; '
-    'env "$@" screen -dmS "$name" sh -c "$0" sh '
-    '"$dir/$name.log" "$dir/$name.exit" "$dir/$name.pid" "$cmd" "$dir/$name.done" || exit 5; '
+    ': > "$dir/$name.log" || exit 3; '
+    '(export "$@" && exec screen -dmS "$name" sh -c "$0" sh '
+    '"$dir/$name.log" "$dir/$name.exit" "$dir/$name.pid" "$cmd" "$dir/$name.done") || exit 5; '
     'i=0; while [ ! -s "$dir/$name.pid" ] && [ $i -lt 5000 ]; do sleep 0.001; i=$((i+1)); done; '
     'pid=; read -r pid 2>/dev/null < "$dir/$name.pid"; printf "%s %s\\n" "$pid" "$dir/$name.log"'
 )
@@ -105,13 +110,16 @@ SYNC = _RESOLVE_DIR + (
 # polling, so no process stands between the window's line and the answer; a timer in the
 # background writes a line of its own after $3 seconds (killed when the end came first: its
 # `sleep` then runs out alone, holding none of the call's output, so the call ends at once,
-# and a line written with no reader left is lost). Tasks
-# without a FIFO (mkfifo failed) are polled every 50 ms. Once the file is there, the
+# and a line written with no reader left is lost). The first wait makes the FIFO; the
+# window, which writes the file before it looks for the FIFO, either finds it or wrote the
+# file before it was made, which the waiter then sees in its second look. Tasks whose FIFO
+# could not be made are polled every 50 ms. Once the file is there, the
 # optional command after the fourth argument runs too (what the waiter needs next, without
 # another round trip), its output and status after a marker line.
 WAIT_EXIT = _RESOLVE_DIR + (
     'secs=$3 steps=$4 exitf="$dir/$2.exit" donef="$dir/$2.done" before=; '
-    'if [ -f "$exitf" ]; then before=1; elif [ -p "$donef" ]; then exec 3<>"$donef"; '
+    'if [ -f "$exitf" ]; then before=1; '
+    'elif [ -p "$donef" ] || mkfifo "$donef" 2>/dev/null; then exec 3<>"$donef"; '
     'if [ ! -f "$exitf" ]; then (sleep "$secs"; echo 1<>"$donef") >/dev/null 2>&1 3<&- & '
     "timer=$!; "
     "read -r line <&3; kill $timer 2>/dev/null; fi; exec 3<&-; "

@@ -3,8 +3,8 @@
 The static text is the user's own shell (pipes, redirections are theirs to write); every value
 put into a field is passed through ``shlex.quote``, so whatever it holds (``$(...)``,
 backticks, quotes, newlines, ``;``) reaches the program as one literal argument. Environment
-variables are never put into shell text at all: they travel as ``NAME=value`` argv items of
-``env``.
+variables are never put into shell text at all: they travel as ``NAME=value`` argv items,
+exported as they are by the starting shell (jobs.remote.SPAWN).
 """
 
 import math

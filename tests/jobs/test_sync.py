@@ -87,10 +87,11 @@ def test_waiting_on_the_host_records_the_end_the_moment_the_exit_file_appears(
     release = tmp_path / "release"
     task = services.spawn_task(make_task(runner, node, GATED, release=str(release)), runner)
     done = Path(task.log_path).with_suffix(".done")
-    assert done.is_fifo()
-    if not fifo:  # as where mkfifo failed
-        done.unlink()
+    assert not done.exists()  # the first wait makes the FIFO, not the start
+    if not fifo:  # as where mkfifo fails
+        done.mkdir()
     assert services.wait_for_end(task, seconds=0.3) == (False, None)  # running
+    assert done.is_fifo() == fifo
     task.refresh_from_db()
     assert task.status == Task.Status.RUNNING
     release.touch()
