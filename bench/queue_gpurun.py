@@ -133,7 +133,7 @@ def timed_lines(
         cwd=cwd,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=None if os.environ.get("BENCH_STDERR") else subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
         text=True,
     )
     proc.stdin.write(stdin)
