@@ -63,10 +63,12 @@ WINDOW = (
 # costs more than the rest of the start (it probes every session of the account), and a
 # name is started again only when an interrupted start is retried (and only then are files
 # of an earlier window there to remove: `rm` runs only for those). The environment is
-# exported by a subshell that then becomes screen (one exec fewer than `env`); the names
-# were checked when the task was made (jobs.templating.check_env). The FIFO a waiter sleeps
-# on is made by its first wait (WAIT_EXIT), while the command runs: `mkfifo` here cost every
-# start a process before the command could begin, and a task nobody waits for needs none.
+# exported by a subshell that then becomes screen (one exec fewer than `env`; `export` alone
+# would list the environment, hence the test); the names were checked when the task was made
+# (jobs.templating.check_env), and a bad one ends the subshell, a special built-in's error.
+# The FIFO a waiter sleeps on is made by its first wait (WAIT_EXIT), while the command runs:
+# `mkfifo` here cost every start a process before the command could begin, and a task
+# nobody waits for needs none.
 SPAWN = _RESOLVE_DIR + (
     'name=$2 cmd=$3; shift 3; [ -d "$dir" ] || mkdir -p "$dir" || exit 3; '
     'old=; read -r old 2>/dev/null < "$dir/$name.pid"; '
@@ -76,7 +78,7 @@ SPAWN = _RESOLVE_DIR + (
     'for f in "$dir/$name.exit" "$dir/$name.pid" "$dir/$name.done"; do '
     'if [ -e "$f" ] || [ -h "$f" ]; then rm -f "$f"; fi; done; '
     ': > "$dir/$name.log" || exit 3; '
-    '(export "$@" && exec screen -dmS "$name" sh -c "$0" sh '
+    '([ $# -eq 0 ] || export "$@"; exec screen -dmS "$name" sh -c "$0" sh '
     '"$dir/$name.log" "$dir/$name.exit" "$dir/$name.pid" "$cmd" "$dir/$name.done") || exit 5; '
     'i=0; while [ ! -s "$dir/$name.pid" ] && [ $i -lt 5000 ]; do sleep 0.001; i=$((i+1)); done; '
     'pid=; read -r pid 2>/dev/null < "$dir/$name.pid"; printf "%s %s\\n" "$pid" "$dir/$name.log"'

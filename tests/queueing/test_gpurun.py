@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 
 from accesscontrol.services import ensure_default_group, profile_for
 from jobs import remote
@@ -20,6 +21,7 @@ from jobs.models import Job, Task
 from monitoring import localaccounts
 from monitoring.inventory import probe_and_record
 from monitoring.models import Host
+from queueing import gpurun as runner_module
 from tests.jobs.test_first_run import OWNER, owner_logs, unix_owner  # noqa: F401 (fixtures)
 from tests.realparts import FAKE_BIN, FakeGpus
 
@@ -64,6 +66,25 @@ def feeding(write_end: int):
     """A writer for the pipe gpurun reads, line by line, as a FIFO or `tail -f` would."""
     stream = os.fdopen(write_end, "w", buffering=1)
     return stream
+
+
+def test_each_gpu_worker_keeps_a_small_page_cache(runner, real_nodes, monkeypatch):
+    """A long `tail -f | gpurun` does not grow with every start: the page cache of each
+    worker's SQLite connection is bounded, not SQLite's 2 MB."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's page cache")
+    sizes = []
+    bound = runner_module.keep_page_cache_small
+
+    def bound_and_read():
+        bound()
+        with connection.cursor() as cursor:
+            sizes.append(cursor.execute("PRAGMA cache_size").fetchone()[0])
+
+    monkeypatch.setattr(runner_module, "keep_page_cache_small", bound_and_read)
+    output, code = gpurun(io.StringIO("true\ntrue\n"))
+    assert code == 0, output
+    assert sizes == [-runner_module.WORKER_PAGE_CACHE_KIB] * 2  # one per GPU's worker
 
 
 def test_a_gpu_reserved_mid_run_is_skipped_from_then_on(runner, other_runner, real_nodes):
