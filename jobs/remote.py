@@ -40,20 +40,23 @@ _RESOLVE_DIR = 'dir=$1; case $dir in "~/"*) dir=$HOME/${dir#"~/"};; esac; '
 # once its foreground program has (with that program's status): a program that ignores
 # SIGTERM keeps the task running until it is killed, instead of looking ended. A `tail -f`
 # shows the log to whoever attaches with `screen -x`; being an asynchronous command of a
-# non-interactive shell it ignores SIGINT. Once the exit file is in place, a line into the
-# task's FIFO, if a waiter made one (opened read-write, so it never blocks), wakes whoever
-# waits there (WAIT_EXIT).
-# Between the command's end and that line only shell built-ins run (the exit file is written
+# non-interactive shell it ignores SIGINT, and it ends with the window: the shell leads the
+# window's session, and its exit hangs up the terminal (SIGHUP to the tail). The window
+# used to linger a second for an attached viewer (a `sleep` and a `kill` per task, run
+# just as the next start began); the log stays in its file and on the task's page. Once
+# the exit file is in place, a line into the task's FIFO, if a waiter made one (opened
+# read-write, so it never blocks), wakes whoever waits there (WAIT_EXIT). Between the
+# command's end and that line only shell built-ins run (the exit file is written
 # by printf, its time is its mtime): a process started there would delay every next start
 # of gpurun and the queue by its fork and exec, a few ms on a loaded host. The file is a few
 # bytes in one write; a reader who comes between its creation and that write finds it empty
 # and takes it as not there yet.
 WINDOW = (
     'log=$1 exitf=$2 pidf=$3 cmd=$4 donef=$5; trap : INT TERM HUP; echo $$ > "$pidf"; '
-    'tail -n +1 -f "$log" 2>/dev/null & viewer=$!; '
+    'tail -n +1 -f "$log" 2>/dev/null & '
     'sh -c \'trap exit INT TERM HUP; eval "$1"\' sh "$cmd" >> "$log" 2>&1; code=$?; '
     'printf "%s\\n" "$code" > "$exitf"; if [ -p "$donef" ]; then echo 1<>"$donef"; fi; '
-    "sleep 1; kill $viewer 2>/dev/null; exit $code"
+    "exit $code"
 )
 
 # Start the window detached, wait (up to about 5 s, in 1 ms steps: the pid comes within a

@@ -85,6 +85,9 @@ def test_it_runs_a_task_and_records_its_exit_code(runner, node, log_dir, setting
     assert wait_for(lambda: synced(task).status == Task.Status.EXITED)
     assert task.exit_code == 3 and task.ended_at is not None
     assert "tick 14" in log.read_text()
+    # The window ends with the command, and its log viewer with it: nothing of the task stays.
+    assert wait_for(lambda: f".{task.screen_session}\t" not in screen_sessions())
+    assert wait_for(lambda: not process_alive(task.pid) and not children_of(task.pid))
     event = AuditEvent.objects.get(action="job.run_as")
     assert event.detail["unix_user"] == task.unix_username and event.actor == runner
 
