@@ -224,12 +224,13 @@ def coverage_map(
     _check_range(start, end)
     if devices is None:
         devices = list(Device.objects.filter(status=Device.Status.PRESENT).select_related("host"))
-    bans = []
-    if not isinstance(principal, Group):
-        banned_now, bans = _bans_now_and_during(principal, start, end)
-        if banned_now:
-            return {device: [] for device in devices}
-    return _coverage(principal, start, end, devices, bans)
+    with changes.one_token():  # the bans and the grants kept under one reading of it
+        bans = []
+        if not isinstance(principal, Group):
+            banned_now, bans = _bans_now_and_during(principal, start, end)
+            if banned_now:
+                return {device: [] for device in devices}
+        return _coverage(principal, start, end, devices, bans)
 
 
 def _bans_now_and_during(user, start: datetime, end: datetime) -> tuple[bool, list[Ban]]:

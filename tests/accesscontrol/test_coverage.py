@@ -90,19 +90,19 @@ def test_its_reads_grow_with_the_kinds_of_scope_not_with_what_grants_name(
 ):
     """Every start asks this (the start rule): bans, grants and windows are one query each;
     hosts and GPUs are read only for grants scoped to them, one query per kind. Until they
-    change, they are kept: then only the change token is read, once for the bans and once
-    for the grants (accesscontrol.changes)."""
+    change, they are kept: then only the change token is read, once for both
+    (accesscontrol.changes)."""
     span = (utc(2025, 6, 2), utc(2025, 6, 3))
     grant(users=[owner], windows=MONDAYS_8_16)
     devices = list(Device.objects.select_related("host"))
-    with django_assert_num_queries(2 + 3):
+    with django_assert_num_queries(1 + 3):
         coverage_map(owner, *span, devices)
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(1):
         coverage_map(owner, *span, devices)
     grant(users=[owner], scope="hosts", hosts=[node2])
     for index in range(4):
         grant(users=[owner], scope="devices", devices=[node1.devices.get(index=index % 2)])
-    with django_assert_num_queries(2 + 5):
+    with django_assert_num_queries(1 + 5):
         covered = coverage_map(owner, *span, devices)
     monday = [(utc(2025, 6, 2, 6), utc(2025, 6, 2, 14))]  # the windowed grant alone, CEST
     assert all(covered[d] == [span] for d in devices)  # each scoped grant covers its own

@@ -45,12 +45,12 @@ def test_the_feed_uses_a_constant_number_of_queries(
     profile_for(owner)
     changes.forget()  # the bookings' checks kept some of the owner's access facts
     # session, user, zone, choice, devices, slots, bans (one query), grants and their windows
-    # (a grant of all devices needs no hosts or GPUs read), the change token twice
-    with django_assert_num_queries(11):
+    # (a grant of all devices needs no hosts or GPUs read), the change token once
+    with django_assert_num_queries(10):
         events = feed(client, tomorrow(0).date())
     assert len(boxes(events)) == count
     # Then the bans, grants and windows are kept while the token stays.
-    with django_assert_num_queries(11 - 3):
+    with django_assert_num_queries(10 - 3):
         assert feed(client, tomorrow(0).date()) == events
 
 
@@ -112,12 +112,12 @@ def test_the_overview_page_uses_a_constant_number_of_queries(
         book(owner, devices[:2], tomorrow(9), tomorrow(10))
     client.force_login(owner)
     changes.forget()  # the bookings' checks kept some of the owner's access facts
-    # The grant's hosts and GPUs are not read (all devices); the change token is, twice.
-    with django_assert_num_queries(13):
+    # The grant's hosts and GPUs are not read (all devices); the change token is, once.
+    with django_assert_num_queries(12):
         response = client.get("/reservations/overview/")
     assert response.status_code == 200
     assert response.content.decode().count('class="ov-run mine"') == 2 * hosts
-    with django_assert_num_queries(13 - 3):  # then bans, grants and windows are kept
+    with django_assert_num_queries(12 - 3):  # then bans, grants and windows are kept
         again = client.get("/reservations/overview/")
     assert again.content.decode().count('class="ov-run mine"') == 2 * hosts
 
