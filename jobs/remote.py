@@ -41,9 +41,9 @@ _RESOLVE_DIR = 'dir=$1; case $dir in "~/"*) dir=$HOME/${dir#"~/"};; esac; '
 # SIGTERM keeps the task running until it is killed, instead of looking ended. A `tail -f`
 # shows the log to whoever attaches with `screen -x`; being an asynchronous command of a
 # non-interactive shell it ignores SIGINT, and it ends with the window: the shell leads the
-# window's session, and its exit hangs up the terminal (SIGHUP to the tail). The window
-# used to linger a second for an attached viewer (a `sleep` and a `kill` per task, run
-# just as the next start began); the log stays in its file and on the task's page. Once
+# window's session, and its exit hangs up the terminal (SIGHUP to the tail). So the window
+# closes with its command, with no process of its own after the end (a lingering `sleep`
+# would run just as the next start begins); the log stays in its file and on the page. Once
 # the exit file is in place, a line into the task's FIFO, if a waiter made one (opened
 # read-write, so it never blocks), wakes whoever waits there (WAIT_EXIT). Between the
 # command's end and that line only shell built-ins run (the exit file is written
