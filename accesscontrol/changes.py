@@ -22,7 +22,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.db import connection, connections
 
 from monitoring.models import Host
@@ -133,10 +132,6 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def principal_key(principal) -> tuple:
-    return ("group" if isinstance(principal, Group) else "user", principal.pk)
 
 
 # --- the triggers -----------------------------------------------------------------------------

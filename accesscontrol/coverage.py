@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from django.contrib.auth.models import Group
-from django.db.models import F, Prefetch, Q, prefetch_related_objects
+from django.db.models import Prefetch, Q, prefetch_related_objects
 from django.utils import timezone
 
 from monitoring.models import Device, Host
@@ -24,7 +24,7 @@ from .intervals import clip, gaps, merge
 from .models import Ban, Grant, site_zone
 
 ONE_DAY = timedelta(days=1)
-ONE_MICROSECOND = timedelta(microseconds=1)
+END_OF_TIME = datetime.max.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -164,8 +164,8 @@ def grants_of(principal) -> list[Grant]:
     (accesscontrol.changes), and read only as far as a grant's scope needs: a grant of all
     devices, the usual kind, costs no query for hosts or GPUs.
     """
-    key = ("grants", *changes.principal_key(principal))
-    return list(changes.remembered(key, lambda: _read_grants(principal)))
+    kind = "group" if isinstance(principal, Group) else "user"
+    return list(changes.remembered(("grants", kind, principal.pk), lambda: _read_grants(principal)))
 
 
 def _read_grants(principal) -> list[Grant]:
@@ -195,18 +195,29 @@ def active_ban(user, at: datetime | None = None) -> Ban | None:
     """The ban in force on ``user`` at ``at`` (default: now), the longest-lasting one first."""
     if not getattr(user, "pk", None):
         return None
-    bans = Ban.objects.filter(user_id=user.pk).active(at)
-    return bans.order_by(F("until").desc(nulls_first=True)).first()
+    at = at or timezone.now()
+    in_force = [ban for ban in _bans_of(user) if ban.created <= at and _lasts_past(ban, at)]
+    return max(in_force, key=lambda ban: ban.until or END_OF_TIME, default=None)
 
 
 def bans_during(user, start: datetime, end: datetime) -> list[Ban]:
-    """Bans of ``user`` overlapping [start, end): a ban runs from ``created`` to ``until``."""
-    overlapping = Q(until__isnull=True) | Q(until__gt=start)
-    return list(Ban.objects.filter(overlapping, user_id=user.pk, created__lt=end))
+    """Bans of ``user`` overlapping [start, end), newest first: a ban runs from ``created``
+    to ``until``."""
+    return [ban for ban in _bans_of(user) if ban.created < end and _lasts_past(ban, start)]
+
+
+def _bans_of(user) -> list[Ban]:
+    """Every ban of ``user``, newest first, kept until the access facts change (a user has
+    few; every start and booking asks). Callers filter copies, never the list."""
+    return changes.remembered(("bans", user.pk), lambda: list(Ban.objects.filter(user_id=user.pk)))
+
+
+def _lasts_past(ban: Ban, instant: datetime) -> bool:
+    return ban.until is None or ban.until > instant
 
 
 def _ban_periods(bans: list[Ban]) -> list[tuple[datetime, datetime]]:
-    return merge((ban.created, ban.until or datetime.max.replace(tzinfo=UTC)) for ban in bans)
+    return merge((ban.created, ban.until or END_OF_TIME) for ban in bans)
 
 
 def covered_intervals(principal, device: Device, start: datetime, end: datetime) -> list[tuple]:
@@ -227,26 +238,10 @@ def coverage_map(
     with changes.one_token():  # the bans and the grants kept under one reading of it
         bans = []
         if not isinstance(principal, Group):
-            banned_now, bans = _bans_now_and_during(principal, start, end)
-            if banned_now:
+            if active_ban(principal) is not None:
                 return {device: [] for device in devices}
+            bans = bans_during(principal, start, end)
         return _coverage(principal, start, end, devices, bans)
-
-
-def _bans_now_and_during(user, start: datetime, end: datetime) -> tuple[bool, list[Ban]]:
-    """(whether ``user`` is banned now, their bans overlapping [start, end)), from every ban
-    of theirs, kept until the access facts change (a user has few): in force now is
-    overlapping [now, now + 1 µs)."""
-    now = timezone.now()
-    key = ("bans", user.pk)
-    bans = changes.remembered(key, lambda: list(Ban.objects.filter(user_id=user.pk)))
-    banned_now = any(_overlaps(ban, now, now + ONE_MICROSECOND) for ban in bans)
-    return banned_now, [ban for ban in bans if _overlaps(ban, start, end)]
-
-
-def _overlaps(ban: Ban, start: datetime, end: datetime) -> bool:
-    """As ``bans_during`` asks the database: the ban runs from ``created`` to ``until``."""
-    return ban.created < end and (ban.until is None or ban.until > start)
 
 
 def _coverage(principal, start, end, devices, bans: list[Ban]) -> dict[Device, list[tuple]]:
@@ -269,8 +264,8 @@ def check_access(user, device: Device, start: datetime, end: datetime) -> Access
 
     Default deny; grants chain (together they may cover what none covers alone). A user
     banned now is refused the whole period, with the ban's reason; a ban starting later
-    refuses the part it overlaps. Admin changes count at once: the grants it reads are kept
-    only while nothing they come from changed (accesscontrol.changes).
+    refuses the part it overlaps. Admin changes count at once: the bans and grants it reads
+    are kept only while nothing they come from changed (accesscontrol.changes).
     """
     _check_range(start, end)
     if start >= end:
@@ -278,7 +273,6 @@ def check_access(user, device: Device, start: datetime, end: datetime) -> Access
     ban = active_ban(user)
     if ban is not None:
         return AccessDecision(False, [(start, end)], ban_sentence(user, ban))
-    # Asked once here (this runs before every start and booking), not again by coverage_map.
     later_bans = bans_during(user, start, end)
     uncovered = gaps(_coverage(user, start, end, [device], later_bans)[device], start, end)
     if not uncovered:

@@ -141,12 +141,6 @@ class Window(models.Model):
         return frozenset(int(d) for d in self.weekdays)
 
 
-class BanQuerySet(models.QuerySet):
-    def active(self, at=None):
-        at = at or timezone.now()
-        return self.filter(Q(until__isnull=True) | Q(until__gt=at), created__lte=at)
-
-
 class Ban(models.Model):
     """Blocks a user from new reservations and job launches until ``until`` (or for good)."""
 
@@ -159,8 +153,6 @@ class Ban(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-
-    objects = BanQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created"]
