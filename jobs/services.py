@@ -421,7 +421,7 @@ def sync_tasks(tasks: list[Task]) -> int:
         except remote.RemoteError as exc:
             failure = failure or exc
             continue
-        ended += sum(_apply_state(t, states[t.session_name]) for t in group)
+        ended += sum(record_end(t, states[t.session_name]) for t in group)
     if failure is not None:
         raise failure
     return ended
@@ -432,13 +432,26 @@ def wait_for_end(task: Task, seconds: float, then: list[str] = ()) -> tuple[bool
     (True if it did, the output of ``then`` run on the host right after the end, or None).
     False if it had not ended: only a sync tells whether its session died without an exit
     code."""
+    state, then_out = await_end(task, seconds, then)
+    return (state is not None and record_end(task, state)), then_out
+
+
+def await_end(
+    task: Task, seconds: float, then: list[str] = ()
+) -> tuple[remote.SessionState | None, str | None]:
+    """As ``wait_for_end``, but the end is only told, not recorded: (its state, or None if it
+    had not ended; ``then``'s output). For a caller with something more urgent to do first,
+    which then records it with ``record_end``."""
     state, then_out = remote.wait_for_exit(
         task.host, task.unix_username, task.session_name, seconds, then
     )
-    return (state is not None and _apply_state(task, state)), then_out
+    if state is not None and state.ended_at is None:  # it ended during the wait: just now
+        state.ended_at = timezone.now()
+    return state, then_out
 
 
-def _apply_state(task: Task, state: remote.SessionState) -> bool:
+def record_end(task: Task, state: remote.SessionState) -> bool:
+    """Record what the host told of an active task (``state``); True if that ended it now."""
     if state.exit_code is not None:
         # Decided from the row at update time, not from what this sync read before its SSH
         # call: a stop requested meanwhile still makes the task "killed", not "exited 143".

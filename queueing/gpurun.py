@@ -69,6 +69,11 @@ class Lines:
         with self.ready:
             return self.ended and not self.commands
 
+    def waiting(self) -> bool:
+        """Whether a command waits to be taken now."""
+        with self.ready:
+            return bool(self.commands)
+
     def give_back(self, command: str) -> None:
         with self.ready:
             self.commands.appendleft(command)
@@ -163,11 +168,14 @@ class Runner:
             self.run_lines(device, lines)
 
     def run_lines(self, device: Device, lines: Lines) -> None:
+        ended = None  # our last task's end as the host told it, until it is recorded
         try:
             keep_page_cache_small()
             said = ""
             seen = None  # the GPU processes nvidia-smi showed right after our last task ended
             while not self.stopping.is_set():
+                if not lines.waiting():  # no next start to record it after
+                    ended = self.record_end(ended)
                 try:
                     command = lines.take(timeout=1.0)
                 except EOFError:
@@ -177,17 +185,20 @@ class Runner:
                 # The start checks the rule once, with the processes nvidia-smi shows now;
                 # a refused start leaves nothing behind and says why.
                 processes, why = self.processes_now(seen)
-                said, seen = self.check(device, said, why), None
+                said, seen, task = self.check(device, said, why), None, None
                 if not said:
                     task, refused = self.start(device, command, processes)
-                    if task is not None:
-                        seen = self.wait_for_end(device, task)
-                        continue
                     said = self.check(device, said, refused)
-                if said:  # another GPU may take the line while this one waits
+                # The last end is recorded once the next command runs (or could not): not on
+                # the GPU's way from one command to the next. Its finished line was said.
+                ended = self.record_end(ended)
+                if task is not None:
+                    ended, seen = self.wait_for_end(device, task)
+                elif said:  # another GPU may take the line while this one waits
                     lines.give_back(command)
                     said = self.wait_until_usable(device, said, lines)
         finally:
+            self.record_end(ended)
             connection.close()
 
     def check(self, device: Device, said: str, why: str) -> str:
@@ -279,31 +290,53 @@ class Runner:
                 raise
             return task, account
 
-    def wait_for_end(self, device: Device, task: Task) -> str | None:
-        """Wait for the task to end; what nvidia-smi showed right after, when the host's wait
-        saw the end (it asks in the same call: the next start needs it at once)."""
-        seen = None
-        while task.status not in Task.ENDED:
+    def wait_for_end(self, device: Device, task: Task) -> tuple[tuple | None, str | None]:
+        """Wait for the task to end and say so. Returns (``(task, state)``: its end as the
+        host told it, for ``record_end``, or None if recorded already; what nvidia-smi showed
+        right after, when the host's wait saw the end: it asks in the same call, as the next
+        start needs it at once)."""
+        while True:
             if self.stopping.is_set():
-                return None  # interrupted: stop_all stops it
+                return None, None  # interrupted: stop_all stops it
             try:
                 # The host waits for the exit file; a sync only when none came in time.
-                ended, seen = job_services.wait_for_end(
+                state, seen = job_services.await_end(
                     task, self.wait_per_call, then=gpu_query_argv()
                 )
-                if not ended:
-                    job_services.sync_tasks([task])
+                if state is not None:
+                    self.finished(device, task, f"exit {state.exit_code}")
+                    return (task, state), seen
+                job_services.sync_tasks([task])
             except job_services.remote.RemoteError as exc:
                 self.say(f"cannot check #{task.pk}: {exc}")
             task.refresh_from_db(fields=ENDING)
+            if task.status in Task.ENDED:  # found by the sync (or by the service's)
+                self.finished(device, task, self.outcome(task))
+                self.count_end(task)
+                return None, None
+
+    def finished(self, device: Device, task: Task, outcome: str) -> None:
         with self.lock:
             self.running.pop(device.index, None)
-            ok = task.status == Task.Status.EXITED and task.exit_code == 0
-            self.failed += not ok
-        code = task.exit_code
-        outcome = f"exit {code}" if code is not None else task.get_status_display().lower()
         self.say(f"finished #{task.pk} gpu {device.index} {outcome}: {task.command}")
-        return seen
+
+    @staticmethod
+    def outcome(task: Task) -> str:
+        code = task.exit_code
+        return f"exit {code}" if code is not None else task.get_status_display().lower()
+
+    def record_end(self, ended: tuple | None) -> None:
+        """Record the end that wait_for_end told (none if None). Returns None: nothing is
+        left to record."""
+        if ended is not None:
+            task, state = ended
+            job_services.record_end(task, state)
+            task.refresh_from_db(fields=ENDING)  # a stop meanwhile made it "killed"
+            self.count_end(task)
+
+    def count_end(self, task: Task) -> None:
+        with self.lock:
+            self.failed += not (task.status == Task.Status.EXITED and task.exit_code == 0)
 
     def stop_all(self) -> None:
         self.stopping.set()

@@ -244,6 +244,6 @@ def test_a_stop_landing_during_a_sync_round_still_counts_as_killed(owner, stop_r
     if stop_requested:
         Task.objects.filter(pk=task.pk).update(stop_requested_at=timezone.now())
     ended = remote.SessionState(alive=False, exit_code=143, ended_at=timezone.now())
-    assert services._apply_state(read_by_sync, ended)
+    assert services.record_end(read_by_sync, ended)
     task.refresh_from_db()
     assert (task.status, task.exit_code) == (expected, 143)

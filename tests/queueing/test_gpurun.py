@@ -3,6 +3,7 @@ sshd, in real screen sessions, recorded as one job; GPUs reserved or busy are sk
 
 import getpass
 import io
+import itertools
 import os
 import re
 import subprocess
@@ -85,6 +86,26 @@ def test_each_gpu_worker_keeps_a_small_page_cache(runner, real_nodes, monkeypatc
     output, code = gpurun(io.StringIO("true\ntrue\n"))
     assert code == 0, output
     assert sizes == [-runner_module.WORKER_PAGE_CACHE_KIB] * 2  # one per GPU's worker
+
+
+def test_an_end_recorded_after_the_next_start_keeps_the_time_it_came(runner, real_nodes):
+    """Each task's end is recorded once the next command on its GPU has started (not on the
+    way from one to the next), with the moment the host's wait saw it: each task ended
+    before the next one on the GPU was claimed; the last is recorded before gpurun returns,
+    and the failures are counted from what was recorded."""
+    # Each sleep ends while the host waits for it (not before its first wait).
+    output, code = gpurun(io.StringIO("sleep 0.3\nexit 3\nsleep 0.3\ntrue\n"), gpus="0")
+    assert code == 1 and "gpurun: 4 commands run, 1 failed" in output, output
+    tasks = list(Task.objects.order_by("pk"))
+    assert [(t.status, t.exit_code) for t in tasks] == [
+        (Task.Status.EXITED, c) for c in (0, 3, 0, 0)
+    ]
+    for earlier, later in itertools.pairwise(tasks):
+        assert earlier.ended_at <= later.started_at
+    finished = lines_with(output, "finished")
+    assert [line.split(":")[0] for line in finished] == [
+        f"finished #{t.pk} gpu 0 exit {t.exit_code}" for t in tasks
+    ]
 
 
 def test_a_gpu_reserved_mid_run_is_skipped_from_then_on(runner, other_runner, real_nodes):
