@@ -3,7 +3,9 @@ the service: each command becomes a task of one job (visible on the web), run in
 on the host as the user, with CUDA_VISIBLE_DEVICES set to its GPU.
 
 One worker thread per GPU takes the next line, starts the task, waits for its end and takes
-the next line, so a GPU is reused as soon as it frees. Each start checks the start rule
+the next line, so a GPU is reused as soon as it frees. An end is said at once and recorded
+once the next command on its GPU has started (it is not on the way from one to the next),
+or before gpurun returns. Each start checks the start rule
 (queueing.availability) once, given what nvidia-smi on the host showed right after our last
 task there ended (so any process is someone else's), in the same transaction that records
 the task and claims it: a refused start leaves nothing behind. A GPU refused is skipped, and
@@ -132,6 +134,8 @@ class Runner:
     started: int = 0
     failed: int = 0
     running: dict = field(default_factory=dict)  # GPU index -> its task
+    # GPU index -> (its last task, that task's end as the host told it), until recorded.
+    told: dict = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)  # the counts and the output
     claiming: threading.Lock = field(default_factory=threading.Lock)  # a start's transaction
     stopping: threading.Event = field(default_factory=threading.Event)
@@ -168,14 +172,13 @@ class Runner:
             self.run_lines(device, lines)
 
     def run_lines(self, device: Device, lines: Lines) -> None:
-        ended = None  # our last task's end as the host told it, until it is recorded
         try:
             keep_page_cache_small()
             said = ""
             seen = None  # the GPU processes nvidia-smi showed right after our last task ended
             while not self.stopping.is_set():
-                if not lines.waiting():  # no next start to record it after
-                    ended = self.record_end(ended)
+                if not lines.waiting():  # no next start to record the last end after
+                    self.record_end(device)
                 try:
                     command = lines.take(timeout=1.0)
                 except EOFError:
@@ -191,14 +194,14 @@ class Runner:
                     said = self.check(device, said, refused)
                 # The last end is recorded once the next command runs (or could not): not on
                 # the GPU's way from one command to the next. Its finished line was said.
-                ended = self.record_end(ended)
+                self.record_end(device)
                 if task is not None:
-                    ended, seen = self.wait_for_end(device, task)
+                    seen = self.wait_for_end(device, task)
                 elif said:  # another GPU may take the line while this one waits
                     lines.give_back(command)
                     said = self.wait_until_usable(device, said, lines)
         finally:
-            self.record_end(ended)
+            self.record_end(device)
             connection.close()
 
     def check(self, device: Device, said: str, why: str) -> str:
@@ -290,22 +293,23 @@ class Runner:
                 raise
             return task, account
 
-    def wait_for_end(self, device: Device, task: Task) -> tuple[tuple | None, str | None]:
-        """Wait for the task to end and say so. Returns (``(task, state)``: its end as the
-        host told it, for ``record_end``, or None if recorded already; what nvidia-smi showed
-        right after, when the host's wait saw the end: it asks in the same call, as the next
-        start needs it at once)."""
+    def wait_for_end(self, device: Device, task: Task) -> str | None:
+        """Wait for the task to end and say so; the end is recorded by ``record_end``, unless
+        a sync found it. Returns what nvidia-smi showed right after, when the host's wait saw
+        the end (it asks in the same call: the next start needs it at once)."""
         while True:
             if self.stopping.is_set():
-                return None, None  # interrupted: stop_all stops it
+                return None  # interrupted: stop_all stops it
             try:
                 # The host waits for the exit file; a sync only when none came in time.
                 state, seen = job_services.await_end(
                     task, self.wait_per_call, then=gpu_query_argv()
                 )
                 if state is not None:
+                    with self.lock:
+                        self.told[device.index] = task, state
                     self.finished(device, task, f"exit {state.exit_code}")
-                    return (task, state), seen
+                    return seen
                 job_services.sync_tasks([task])
             except job_services.remote.RemoteError as exc:
                 self.say(f"cannot check #{task.pk}: {exc}")
@@ -313,7 +317,7 @@ class Runner:
             if task.status in Task.ENDED:  # found by the sync (or by the service's)
                 self.finished(device, task, self.outcome(task))
                 self.count_end(task)
-                return None, None
+                return None
 
     def finished(self, device: Device, task: Task, outcome: str) -> None:
         with self.lock:
@@ -325,9 +329,10 @@ class Runner:
         code = task.exit_code
         return f"exit {code}" if code is not None else task.get_status_display().lower()
 
-    def record_end(self, ended: tuple | None) -> None:
-        """Record the end that wait_for_end told (none if None). Returns None: nothing is
-        left to record."""
+    def record_end(self, device: Device) -> None:
+        """Record the end of the GPU's last task, if one was told and not yet recorded."""
+        with self.lock:
+            ended = self.told.pop(device.index, None)
         if ended is not None:
             task, state = ended
             job_services.record_end(task, state)
@@ -343,6 +348,8 @@ class Runner:
         with self.lock:
             busy = list(self.running.values())
         self.say(f"gpurun: interrupted, stopping {len(busy)} running tasks")
+        for device in self.devices:  # ends told but not yet recorded: gpurun returns now
+            self.record_end(device)
         for task in busy:
             try:
                 job_services.stop_task(task, self.owner)
