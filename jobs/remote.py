@@ -217,13 +217,26 @@ def run_as(
 # number of lines that follow, then the UID floor and the argv, an item a line. The answer
 # is the command's output, a line break and "--done-- TOKEN STATUS"; its errors go to the
 # shell's stderr. The token ($1) is unguessable, so no output is taken for the end.
+# The scripts this module sends (SPAWN, WAIT_EXIT, ...) are given to the shell once, as its
+# arguments after the token; an item SCRIPT_MARK + N stands for the Nth. A shell's `read`
+# takes its input a byte at a time (it must not read past the line), so a start sending its
+# 2 KB of scripts on every call cost about 2,500 system calls before it could begin.
+SCRIPT_MARK = "\x01"
 LAUNCHER = (
-    "token=$1 uid=$(id -u); while IFS= read -r n; do set --; "
-    'while [ $# -lt "$n" ]; do IFS= read -r item || exit 0; set -- "$@" "$item"; done; '
+    'token=$1; shift; i=0; for s; do eval "s$i=\\$s"; i=$((i+1)); done; uid=$(id -u); '
+    'mark=$(printf "\\001"); while IFS= read -r n; do set --; '
+    'while [ $# -lt "$n" ]; do IFS= read -r item || exit 0; case $item in "$mark"*) '
+    'k=${item#"$mark"}; case $k in ""|*[!0-9]*) ;; *) eval "item=\\$s$k";; esac;; esac; '
+    'set -- "$@" "$item"; done; '
     f'floor=$1; shift; if [ "$uid" -lt "$floor" ]; then {_BELOW_FLOOR}; status=6; '
     'else "$@" < /dev/null; status=$?; fi; '
     'printf "\\n--done-- %s %s\\n" "$token" "$status"; done'
 )
+
+
+def _launcher_scripts() -> tuple[str, ...]:
+    """The scripts a launcher is given once (their index is what a request names)."""
+    return (SPAWN, WINDOW, WAIT_EXIT, SYNC, SIGNAL, STARTED, READ_LOGS)
 
 
 class Launcher:
@@ -233,7 +246,10 @@ class Launcher:
         self.host_name, self.username = host.name, username
         self.token = secrets.token_hex(16)
         self.done = re.compile(rb"\n--done-- " + self.token.encode() + rb" (\d+)\n")
-        argv = localaccounts.as_account(username, ["sh", "-c", LAUNCHER, "sh", self.token])
+        scripts = _launcher_scripts()
+        self.named = {text: f"{SCRIPT_MARK}{i}" for i, text in enumerate(scripts)}
+        argv = ["sh", "-c", LAUNCHER, "sh", self.token, *scripts]
+        argv = localaccounts.as_account(username, argv)
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -246,12 +262,15 @@ class Launcher:
 
     @staticmethod
     def can_pass(items: list[str]) -> bool:
-        """Whether a request of these items can be written (an item a line)."""
-        return not any("\n" in item or "\0" in item for item in items)
+        """Whether a request of these items can be written (an item a line, none taken for
+        a script's name)."""
+        return not any(
+            "\n" in item or "\0" in item or item.startswith(SCRIPT_MARK) for item in items
+        )
 
     def run(self, argv: list[str], timeout: float, min_uid: int = 0) -> CommandResult:
         """As run_as; BrokenPipeError if the shell had ended (nothing was run)."""
-        items = [str(min_uid), *argv]
+        items = [str(min_uid), *(self.named.get(item, item) for item in argv)]
         request = "".join(f"{line}\n" for line in [str(len(items)), *items])
         self._drain()  # anything written after the last answer is not this one's
         self.proc.stdin.write(request.encode(errors="surrogateescape"))

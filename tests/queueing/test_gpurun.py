@@ -341,9 +341,12 @@ def test_the_uid_floor_is_checked_on_each_start_through_the_shell(
 
 def test_the_shell_passes_each_item_as_is_and_is_replaced_when_it_ends(this_machine):
     items = ["a b", "$(id)", "*", "", "tab\there", "x\ny"]  # a line break goes the usual way
+    # So does what the shell would take for one of the scripts it was given (their name).
+    named = remote.SCRIPT_MARK + "0"
     with remote.launchers(this_machine):
         said = remote.run_as(this_machine, OWNER, ["printf", "%s|", *items])
         assert said.stdout == "|".join(items) + "|"
+        assert remote.run_as(this_machine, OWNER, ["printf", "%s", named]).stdout == named
         shell = remote.run_as(this_machine, OWNER, ["sh", "-c", "echo $PPID"]).stdout
         os.kill(int(shell), 9)
         assert wait_for(lambda: ended(int(shell)), 10)
