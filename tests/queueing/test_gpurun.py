@@ -1,7 +1,6 @@
 """gpurun and hypersearch: commands from a stream run on free GPUs of a host behind the real
 sshd, in real screen sessions, recorded as one job; GPUs reserved or busy are skipped."""
 
-import _thread
 import getpass
 import io
 import itertools
@@ -110,9 +109,9 @@ def test_an_end_recorded_after_the_next_start_keeps_the_time_it_came(runner, rea
 
 
 def test_ctrl_c_records_an_end_not_yet_recorded(runner, real_nodes, monkeypatch):
-    """Ctrl-C while the next command is being started, after the last one's end was said but
-    before it was recorded: gpurun records it before it returns, instead of leaving the
-    task "running" until the service's sync finds its exit file."""
+    """Ctrl-C (which makes gpurun stop all and return) while the next command is being
+    started, after the last one's end was said but before it was recorded: the end is
+    recorded before gpurun returns, not left "running" until the service's sync finds it."""
     starting, go_on = threading.Event(), threading.Event()
     launch = runner_module.job_services.launch_claimed
 
@@ -123,18 +122,20 @@ def test_ctrl_c_records_an_end_not_yet_recorded(runner, real_nodes, monkeypatch)
         return launch(task, claimed_as=claimed_as)
 
     monkeypatch.setattr(runner_module.job_services, "launch_claimed", held_launch)
-    # Ctrl-C reaches the main thread (which runs gpurun here) once the start is held.
-    threading.Thread(target=lambda: starting.wait(60) and _thread.interrupt_main()).start()
+    node2, _ = real_nodes
+    out = io.StringIO()
+    gpu = runner_module.Runner(node2, runner, [node2.devices.get(index=0)], out)
+    # (Ctrl-C reaches only a main thread, which runs the test: gpurun runs beside it.)
+    thread = threading.Thread(target=gpu.run, args=(io.StringIO("sleep 0.3\nsleep 1\n"),))
+    thread.start()
     try:
-        output, code = gpurun(io.StringIO("sleep 0.3\nsleep 1\n"), gpus="0")
+        assert starting.wait(60)
+        gpu.stop_all()  # what gpurun does on Ctrl-C, before it returns 130
         first = Task.objects.get(command="sleep 0.3")
-        assert code == 130 and "gpurun: interrupted" in output, output
-        assert (first.status, first.exit_code) == (Task.Status.EXITED, 0)
+        assert (first.status, first.exit_code) == (Task.Status.EXITED, 0), out.getvalue()
     finally:
         go_on.set()  # the held start goes on, and its worker sees the stop and ends
-        workers = [t for t in threading.enumerate() if t.name.endswith("(work)")]
-        for worker in workers:
-            worker.join(30)
+        thread.join(60)
 
 
 def test_a_gpu_reserved_mid_run_is_skipped_from_then_on(runner, other_runner, real_nodes):
