@@ -297,7 +297,7 @@ class Runner:
         """Wait for the task to end and say so; the end is recorded by ``record_end``, unless
         a sync found it. Returns what nvidia-smi showed right after, when the host's wait saw
         the end (it asks in the same call: the next start needs it at once)."""
-        while True:
+        while task.status not in Task.ENDED:
             if self.stopping.is_set():
                 return None  # interrupted: stop_all stops it
             try:
@@ -314,10 +314,10 @@ class Runner:
             except job_services.remote.RemoteError as exc:
                 self.say(f"cannot check #{task.pk}: {exc}")
             task.refresh_from_db(fields=ENDING)
-            if task.status in Task.ENDED:  # found by the sync (or by the service's)
-                self.finished(device, task, self.outcome(task))
-                self.count_end(task)
-                return None
+        # Ended without an exit file seen here: found by a sync (this one's or the service's).
+        self.finished(device, task, self.outcome(task))
+        self.count_end(task)
+        return None
 
     def finished(self, device: Device, task: Task, outcome: str) -> None:
         with self.lock:

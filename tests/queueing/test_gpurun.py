@@ -108,6 +108,17 @@ def test_an_end_recorded_after_the_next_start_keeps_the_time_it_came(runner, rea
     ]
 
 
+def test_a_window_killed_without_its_exit_file_is_found_by_a_sync(runner, real_nodes):
+    """The window's shell killed (no exit file will come): the host's wait runs out, the sync
+    finds the session gone, and gpurun says the task failed and goes on."""
+    output, code = gpurun(io.StringIO("kill -9 $PPID\ntrue\n"), gpus="0")
+    killed, after = Task.objects.order_by("pk")
+    assert code == 1 and "gpurun: 2 commands run, 1 failed" in output, output
+    assert f"finished #{killed.pk} gpu 0 failed: kill -9 $PPID" in output
+    assert killed.status == Task.Status.FAILED and "without an exit code" in killed.error
+    assert (after.status, after.exit_code) == (Task.Status.EXITED, 0)
+
+
 def test_ctrl_c_records_an_end_not_yet_recorded(runner, real_nodes, monkeypatch):
     """Ctrl-C (which makes gpurun stop all and return) while the next command is being
     started, after the last one's end was said but before it was recorded: the end is
