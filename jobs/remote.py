@@ -218,13 +218,14 @@ def run_as(
 # is the command's output, a line break and "--done-- TOKEN STATUS"; its errors go to the
 # shell's stderr. The token ($1) is unguessable, so no output is taken for the end.
 # The scripts this module sends (SPAWN, WAIT_EXIT, ...) are given to the shell once, as its
-# arguments after the token; an item SCRIPT_MARK + N stands for the Nth. A shell's `read`
-# takes its input a byte at a time (it must not read past the line), so a start sending its
-# 2 KB of scripts on every call cost about 2,500 system calls before it could begin.
+# arguments after the token and SCRIPT_MARK; an item SCRIPT_MARK + N stands for the Nth. A
+# shell's `read` takes its input a byte at a time (it must not read past the line), so a
+# start sending its 2 KB of scripts on every call cost about 2,500 system calls before it
+# could begin.
 SCRIPT_MARK = "\x01"
 LAUNCHER = (
-    'token=$1; shift; i=0; for s; do eval "s$i=\\$s"; i=$((i+1)); done; uid=$(id -u); '
-    'mark=$(printf "\\001"); while IFS= read -r n; do set --; '
+    'token=$1 mark=$2; shift 2; i=0; for s; do eval "s$i=\\$s"; i=$((i+1)); done; '
+    "uid=$(id -u); while IFS= read -r n; do set --; "
     'while [ $# -lt "$n" ]; do IFS= read -r item || exit 0; case $item in "$mark"*) '
     'k=${item#"$mark"}; case $k in ""|*[!0-9]*) ;; *) eval "item=\\$s$k";; esac;; esac; '
     'set -- "$@" "$item"; done; '
@@ -248,7 +249,7 @@ class Launcher:
         self.done = re.compile(rb"\n--done-- " + self.token.encode() + rb" (\d+)\n")
         scripts = _launcher_scripts()
         self.named = {text: f"{SCRIPT_MARK}{i}" for i, text in enumerate(scripts)}
-        argv = ["sh", "-c", LAUNCHER, "sh", self.token, *scripts]
+        argv = ["sh", "-c", LAUNCHER, "sh", self.token, SCRIPT_MARK, *scripts]
         argv = localaccounts.as_account(username, argv)
         self.proc = subprocess.Popen(
             argv,

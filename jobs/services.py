@@ -427,21 +427,13 @@ def sync_tasks(tasks: list[Task]) -> int:
     return ended
 
 
-def wait_for_end(task: Task, seconds: float, then: list[str] = ()) -> tuple[bool, str | None]:
-    """Wait on the host (up to ``seconds``) for the task to end, and record the end if it did:
-    (True if it did, the output of ``then`` run on the host right after the end, or None).
-    False if it had not ended: only a sync tells whether its session died without an exit
-    code."""
-    state, then_out = await_end(task, seconds, then)
-    return (state is not None and record_end(task, state)), then_out
-
-
 def await_end(
     task: Task, seconds: float, then: list[str] = ()
 ) -> tuple[remote.SessionState | None, str | None]:
-    """As ``wait_for_end``, but the end is only told, not recorded: (its state, or None if it
-    had not ended; ``then``'s output). For a caller with something more urgent to do first,
-    which then records it with ``record_end``."""
+    """Wait on the host (up to ``seconds``) for the task to end, and tell it without recording
+    it (``record_end`` does, when the caller has done what is more urgent): (its state, or
+    None if it had not ended: only a sync tells whether its session died without an exit
+    code; the output of ``then`` run on the host right after the end, or None)."""
     state, then_out = remote.wait_for_exit(
         task.host, task.unix_username, task.session_name, seconds, then
     )

@@ -308,26 +308,23 @@ class Runner:
                 if state is not None:
                     with self.lock:
                         self.told[device.index] = task, state
-                    self.finished(device, task, f"exit {state.exit_code}")
+                    self.finished(device, task, state.exit_code)
                     return seen
                 job_services.sync_tasks([task])
             except job_services.remote.RemoteError as exc:
                 self.say(f"cannot check #{task.pk}: {exc}")
             task.refresh_from_db(fields=ENDING)
         # Ended without an exit file seen here: found by a sync (this one's or the service's).
-        self.finished(device, task, self.outcome(task))
+        self.finished(device, task, task.exit_code)
         self.count_end(task)
         return None
 
-    def finished(self, device: Device, task: Task, outcome: str) -> None:
+    def finished(self, device: Device, task: Task, code: int | None) -> None:
+        """Say the task's end: its exit code, or its status when it has none (failed)."""
         with self.lock:
             self.running.pop(device.index, None)
+        outcome = f"exit {code}" if code is not None else task.get_status_display().lower()
         self.say(f"finished #{task.pk} gpu {device.index} {outcome}: {task.command}")
-
-    @staticmethod
-    def outcome(task: Task) -> str:
-        code = task.exit_code
-        return f"exit {code}" if code is not None else task.get_status_display().lower()
 
     def record_end(self, device: Device) -> None:
         """Record the end of the GPU's last task, if one was told and not yet recorded."""

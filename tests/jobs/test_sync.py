@@ -80,6 +80,12 @@ def test_a_restarted_service_finds_its_running_tasks_again(runner, node, setting
     assert task.ended_at.timestamp() == int(exit_file.stat().st_mtime)
 
 
+def wait_and_record(task, seconds, then=()) -> tuple[bool, str | None]:
+    """(whether the task ended during the wait and was recorded so, ``then``'s output)."""
+    state, then_out = services.await_end(task, seconds, then)
+    return (state is not None and services.record_end(task, state)), then_out
+
+
 @pytest.mark.parametrize("fifo", [True, False], ids=["woken-by-fifo", "polling-without-fifo"])
 def test_waiting_on_the_host_records_the_end_the_moment_the_exit_file_appears(
     runner, node, tmp_path, fifo
@@ -90,12 +96,12 @@ def test_waiting_on_the_host_records_the_end_the_moment_the_exit_file_appears(
     assert not done.exists()  # the first wait makes the FIFO, not the start
     if not fifo:  # as where mkfifo fails
         done.mkdir()
-    assert services.wait_for_end(task, seconds=0.3) == (False, None)  # running
+    assert wait_and_record(task, seconds=0.3) == (False, None)  # running
     assert done.is_fifo() == fifo
     task.refresh_from_db()
     assert task.status == Task.Status.RUNNING
     release.touch()
-    assert services.wait_for_end(task, seconds=30, then=["echo", "next"]) == (
+    assert wait_and_record(task, seconds=30, then=["echo", "next"]) == (
         True,
         "next\n",
     )
