@@ -10,21 +10,73 @@ size, up to ``API_MAX_PAGE_SIZE``.
 
 from django.conf import settings
 from django.core.paginator import InvalidPage, Paginator
+from django.db.models import QuerySet
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 
+def totally_ordered(queryset: QuerySet) -> QuerySet:
+    """The queryset in its order with ties broken by primary key, in the first term's
+    direction. Pages are cut by offset, each in a query of its own: where rows tie (bookings
+    that start at the same hour, records made in one bulk write), the database may order
+    them differently from one page's query to the next (PostgreSQL's sort is not stable),
+    and a row then comes on two pages and another on none."""
+    query = queryset.query
+    ordering = list(query.order_by or (query.get_meta().ordering if query.default_ordering else []))
+    if not ordering:
+        return queryset  # unordered: Django's paginator already warns
+    names = {term.lstrip("-") for term in ordering if isinstance(term, str)}
+    unique = {"pk", *(f.name for f in query.get_meta().concrete_fields if f.unique)}
+    if names & unique:
+        return queryset
+    first = ordering[0]
+    if isinstance(first, str):
+        descending = first.startswith("-")
+    else:  # an expression: OrderBy knows its direction, a bare F() is ascending
+        descending = getattr(first, "descending", False)
+    return queryset.order_by(*ordering, "-pk" if descending else "pk")
+
+
+def looked_up_by_ids(page: QuerySet) -> QuerySet:
+    """A page past the first as the rows whose ids an offset subquery picks, in the page's
+    order. To skip rows by offset a database builds each row it skips, its joins included;
+    asked for the ids alone, it can skip along an index (SQLite, page 40 of 5,000 bookings
+    in pages of 100: 2.1 ms for the page's query before). Pages with annotations, DISTINCT
+    or a combined query are left as they are: their ids alone are not a plain subquery."""
+    query = page.query
+    if not query.low_mark or query.distinct or query.combinator or query.annotations:
+        return page
+    if query.extra or page._fields is not None:
+        return page
+    rows = page.model._base_manager.filter(pk__in=page.values("pk"))
+    rows.query.select_related = query.select_related
+    rows.query.deferred_loading = query.deferred_loading
+    rows._prefetch_related_lookups = page._prefetch_related_lookups
+    return rows.order_by(*query.order_by) if query.order_by else rows
+
+
 class FirstPageUncounted(Paginator):
     """Cuts the first page without counting the list first: most answers (a filtered list, a
     week of bookings) fit one page, and then the page's rows, once read, are the count
-    (``LinkHeaderPagination.get_paginated_response``), which saves a query per request."""
+    (``LinkHeaderPagination.get_paginated_response``), which saves a query per request.
+    A list read from the database is put in a total order first (``totally_ordered``)."""
+
+    def __init__(self, object_list, *args, **kwargs):
+        if isinstance(object_list, QuerySet):
+            object_list = totally_ordered(object_list)
+        super().__init__(object_list, *args, **kwargs)
 
     def page(self, number):
         if str(number) == "1":
             return self._get_page(self.object_list[: self.per_page], 1, self)
         return super().page(number)
+
+    def _get_page(self, object_list, number, paginator):
+        if isinstance(object_list, QuerySet):
+            object_list = looked_up_by_ids(object_list)
+        return super()._get_page(object_list, number, paginator)
 
 
 class LinkHeaderPagination(PageNumberPagination):

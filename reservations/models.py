@@ -62,7 +62,9 @@ class Reservation(models.Model):
     objects = ReservationQuerySet.as_manager()
 
     class Meta:
-        ordering = ["start"]
+        # Ties broken in the index's own order (its rows end with the id), so a page cut by
+        # offset is read along the index (hiveproject.pagination).
+        ordering = ["start", "end", "id"]
         indexes = [models.Index(fields=["start", "end"])]
         constraints = [
             models.CheckConstraint(
