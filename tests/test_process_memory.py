@@ -42,9 +42,11 @@ print(json.dumps(sorted(m for m in sys.modules if "." not in m)))
 """
 
 
-def top_modules(code: str, tmp_path) -> set[str]:
+def top_modules(code: str, tmp_path, sqlite: bool = False) -> set[str]:
     environ = {**os.environ, "DJANGO_SETTINGS_MODULE": "hiveproject.settings"}
     environ["HIVE_DATA_DIR"] = str(tmp_path)
+    if sqlite:  # the embedded default, whatever database this test run uses
+        environ.pop("DATABASE_URL", None)
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True, text=True
     )
@@ -56,6 +58,13 @@ def test_the_web_process_loads_no_ssh_library(tmp_path):
     loaded = top_modules(WEB, tmp_path)
     assert "rest_framework" in loaded and "django_q" in loaded  # the app itself was loaded
     assert loaded.isdisjoint(SSH_MODULES), loaded & set(SSH_MODULES)
+
+
+def test_the_web_process_on_sqlite_loads_no_postgresql_driver(tmp_path):
+    """DRF would import django.contrib.postgres and psycopg with it (9 MiB): hiveproject.settings
+    marks them missing where the database is not PostgreSQL."""
+    loaded = top_modules(WEB, tmp_path, sqlite=True)
+    assert "rest_framework" in loaded and "psycopg" not in loaded
 
 
 def test_a_supervisor_loads_no_ssh_library(tmp_path):
