@@ -94,6 +94,27 @@ def test_the_list_costs_the_same_queries_for_3_or_30_bookings(
     assert queries() == few
 
 
+@pytest.mark.parametrize("params", [{}, {"user": "owner"}])
+def test_a_later_page_read_by_ids_is_the_serializers_answer_in_as_many_queries(
+    client, owner, other_user, lab, everyone_may_book, settings, params
+):
+    """Pages past the first are read by the ids an offset subquery picks
+    (hiveproject.pagination.looked_up_by_ids): the same bookings, GPUs and order as the
+    serializer gives for that slice of the list, and no query more than the first page."""
+    settings.API_PAGE_SIZE = 4
+    make_bookings(owner, other_user, lab, 11)
+    client.force_login(owner)
+    ordered = filter_reservations(Reservation.objects.order_by("start", "end", "id"), params)
+    counts = []
+    for page in (1, 2):
+        with CaptureQueriesContext(connection) as captured:
+            answer = client.get("/api/reservations/", {**params, "page": page})
+        counts.append(len(captured))
+        expected = serializer_answer(ordered[4 * (page - 1) : 4 * page])
+        assert answer.json() == json.loads(json.dumps(expected))
+    assert counts[0] == counts[1]
+
+
 @pytest.mark.parametrize(
     "data",
     [
