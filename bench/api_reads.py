@@ -2,18 +2,19 @@
 
 On a fresh SQLite file database: 8 hosts × 8 GPUs and 5,000 reservations (one every 5 hours
 per GPU, 2 to 4 hours long, from 8 days ago), the data of issue 18's comparison with
-TensorHive. Requests go through Django's test client (middleware, session, permissions,
-rendering), one client, signed in:
+TensorHive; or RESERVATIONS from HISTORY_DAYS ago, as a lab with months of bookings has them
+(50,000 from 150 days ago reach about two weeks ahead). Requests go through Django's test
+client (middleware, session, permissions, rendering), one client, signed in:
 
 - week: /api/reservations/?device=<8 GPUs>&start=<Monday>&end=<next Monday> (about 270);
-- list: /api/reservations/ (all 5,000).
+- list: /api/reservations/ (its first page).
 
 Ways, interleaved over ROUNDS rounds: `lean` (the list read with values() and written by
 orjson: reservations.api.reservation_rows, hiveproject.renderers) and `serializer` (DRF's
 ModelViewSet.list with ReservationSerializer and DRF's JSONRenderer, as before issue 18).
 It checks that both ways answer the same JSON, then prints p50 and p95 in ms and the ratio.
 
-Run: .venv/bin/python bench/api_reads.py
+Run: .venv/bin/python bench/api_reads.py [RESERVATIONS [HISTORY_DAYS]]
 """
 
 import contextlib
@@ -55,7 +56,7 @@ RUNS = {"week": 30, "list": 4}
 HOUR = timedelta(hours=1)
 
 
-def populate() -> tuple[object, list[Device]]:
+def populate(reservations: int = RESERVATIONS, history_days: int = 8) -> tuple[object, list]:
     User = get_user_model()
     User.objects.bulk_create(User(username=f"user{i}") for i in range(USERS))
     users = list(User.objects.order_by("pk"))
@@ -69,12 +70,13 @@ def populate() -> tuple[object, list[Device]]:
     )
     devices = list(Device.objects.order_by("host__name", "index"))
     rng = random.Random(18)
-    origin = timezone.now().replace(minute=0, second=0, microsecond=0) - timedelta(days=8)
+    now = timezone.now().replace(minute=0, second=0, microsecond=0)
+    origin = now - timedelta(days=history_days)
     specs = [
         (device, origin + 5 * HOUR * k, rng.randint(2, 4) * HOUR, rng.choice(users))
-        for k in range(RESERVATIONS // len(devices) + 1)
+        for k in range(reservations // len(devices) + 1)
         for device in devices
-    ][:RESERVATIONS]
+    ][:reservations]
     made = Reservation.objects.bulk_create(
         Reservation(owner=u, title=f"run {i}", start=s, end=s + length)
         for i, (_, s, length, u) in enumerate(specs)
@@ -113,8 +115,11 @@ def get(client, url) -> bytes:
 
 
 def main() -> None:
+    given = sys.argv[1:]
+    reservations = int(given[0]) if given else RESERVATIONS
+    history_days = int(given[1]) if len(given) > 1 else 8
     call_command("migrate", verbosity=0)
-    user, devices = populate()
+    user, devices = populate(reservations, history_days)
     client = Client()
     client.force_login(user)
     monday = timezone.localdate() - timedelta(days=timezone.localdate().weekday())
@@ -141,7 +146,8 @@ def main() -> None:
                         get(client, url)
                         times[name, what].append(1000 * (time.perf_counter() - started))
     print(
-        f"{RESERVATIONS} reservations on {HOSTS * GPUS} GPUs; the week of 8 GPUs holds "
+        f"{reservations} reservations from {history_days} days ago on {HOSTS * GPUS} GPUs; "
+        f"the week of 8 GPUs holds "
         f"{week_rows}; {ROUNDS} interleaved rounds; load average {os.getloadavg()[0]:.1f}"
     )
     print("what   way          p50 ms   p95 ms   serializer p50 / lean p50")
