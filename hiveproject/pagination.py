@@ -47,9 +47,8 @@ def looked_up_by_ids(page: QuerySet) -> QuerySet:
     0.81). Pages with annotations, DISTINCT or a combined query are left as they are: their
     ids alone are not a plain subquery."""
     query = page.query
-    if not query.low_mark or query.distinct or query.combinator or query.annotations:
-        return page
-    if query.extra or page._fields is not None:
+    plain = not (query.distinct or query.combinator or query.annotations or query.extra)
+    if not query.low_mark or not plain or page._fields is not None:  # _fields: values()
         return page
     rows = page.model._base_manager.filter(pk__in=page.values("pk"))
     rows.query.select_related = query.select_related
