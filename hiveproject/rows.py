@@ -2,6 +2,7 @@
 way their serializers would write them, without a model instance or a serializer field per
 row, nor Django's conversion of each value from the database."""
 
+import json
 from datetime import UTC
 
 from django.core.exceptions import EmptyResultSet
@@ -29,9 +30,28 @@ def values_statement(queryset, *fields: str) -> tuple[str, tuple] | None:
 
 def fetch_values(using: str, statement: tuple[str, tuple], fields) -> list[dict]:
     """The rows of a ``values_statement``, as in ``plain_values``."""
+    return [dict(zip(fields, row, strict=True)) for row in fetch_tuples(using, statement)]
+
+
+def fetch_tuples(using: str, statement: tuple[str, tuple]) -> list[tuple]:
+    """The rows of a ``values_statement`` as the driver returns them, in its columns' order:
+    for a caller that writes each row itself, without a dict per row first."""
     with connections[using].cursor() as cursor:
         cursor.execute(*statement)
-        return [dict(zip(fields, row, strict=True)) for row in cursor.fetchall()]
+        return cursor.fetchall()
+
+
+def id_list(using: str, ids: list[int]) -> tuple[str, list]:
+    """SQL for ``IN (...)`` that names these ids, and its parameters: the whole list as one
+    parameter where the database can unpack it (a JSON array on SQLite, an array on
+    PostgreSQL). With a placeholder per id, the driver binds and the database parses each
+    one: for 1,000 ids that cost more than the query."""
+    vendor = connections[using].vendor
+    if vendor == "sqlite":
+        return "SELECT value FROM json_each(%s)", [json.dumps(ids)]
+    if vendor == "postgresql":
+        return "SELECT unnest(%s::bigint[])", [list(ids)]
+    return ", ".join(["%s"] * len(ids)), list(ids)
 
 
 def iso_time(value, zone) -> str:

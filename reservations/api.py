@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from hiveproject.ids import IdField
 from hiveproject.pagination import paged_rows
-from hiveproject.rows import fetch_values, iso_time, values_statement
+from hiveproject.rows import fetch_tuples, id_list, iso_time, values_statement
 from monitoring.models import Device, Host
 
 from . import services
@@ -117,39 +117,41 @@ def reservation_rows(queryset) -> list[dict]:
     page = values_statement(queryset.prefetch_related(None), *fields)
     if page is None:
         return []
-    rows = fetch_values(queryset.db, page, fields)
-    devices = _device_ids(queryset.db, page)
+    rows = fetch_tuples(queryset.db, page)
+    devices = _device_ids(queryset.db, [row[0] for row in rows])
     zone = timezone.get_current_timezone()
     return [
         {
-            "id": row["id"],
-            "title": row["title"],
-            "description": row["description"],
-            "devices": devices.get(row["id"], []),
-            "start": iso_time(row["start"], zone),
-            "end": iso_time(row["end"], zone),
-            "owner": row["owner__username"],
-            "status": row["status"],
-            "note": row["note"],
+            "id": pk,
+            "title": title,
+            "description": description,
+            "devices": devices.get(pk, []),
+            "start": iso_time(start, zone),
+            "end": iso_time(end, zone),
+            "owner": owner,
+            "status": state,
+            "note": note,
         }
-        for row in rows
+        for pk, title, description, start, end, owner, state, note in rows
     ]
 
 
-def _device_ids(using: str, page: tuple[str, tuple]) -> dict[int, list[int]]:
-    """Each reservation's GPU ids, in the GPUs' own order (host name, index). The
-    reservations are named by the page's own statement, already compiled for its rows, as a
-    subquery. Through the ORM, building and compiling this query (the page's filters nested
-    in it) took twice as long as running it; a list of the page's ids as parameters, eight
-    times longer for 1,000 of them."""
+def _device_ids(using: str, reservations: list[int]) -> dict[int, list[int]]:
+    """Each reservation's GPU ids, in the GPUs' own order (host name, index). The page's ids
+    travel as one parameter (``id_list``). Through the ORM, building and compiling this
+    query took twice as long as running it; running the page's statement again as its
+    subquery, as this did before, took twice as long as the ids (SQLite, the week of 8 GPUs:
+    0.74 against 0.33 ms; a page of 1,000: 1.8 against 1.1 ms)."""
+    if not reservations:
+        return {}
     quote = connections[using].ops.quote_name
     slot, gpu, host = (quote(model._meta.db_table) for model in (ReservedDevice, Device, Host))
-    page_sql, params = page
-    # Identifiers quoted by the backend; the page's SQL is Django's, with its parameters apart.
+    ids, params = id_list(using, reservations)
+    # Identifiers quoted by the backend; the ids are parameters.
     sql = (
         f"SELECT s.reservation_id, s.device_id FROM {slot} s"  # noqa: S608
         f" INNER JOIN {gpu} g ON g.id = s.device_id INNER JOIN {host} h ON h.id = g.host_id"
-        f" WHERE s.reservation_id IN (SELECT page.id FROM ({page_sql}) page)"
+        f" WHERE s.reservation_id IN ({ids})"
         f" ORDER BY h.name, g.{quote('index')}, s.device_id"
     )
     devices = {}

@@ -136,3 +136,23 @@ def test_the_browsable_api_still_gets_indented_json():
 def test_plain_values_of_a_query_that_cannot_match_are_none():
     """A filter on no ids makes no query at all (Django's EmptyResultSet)."""
     assert plain_values(Reservation.objects.filter(pk__in=[]), "id", "start") == []
+
+
+def test_gpu_ids_by_one_parameter_or_one_per_id_are_the_same(
+    owner, other_user, lab, everyone_may_book, monkeypatch
+):
+    """The page's ids travel as one parameter on SQLite and PostgreSQL (``id_list``); other
+    databases get a placeholder per id. Both name the same bookings and GPUs, in order."""
+    make_bookings(owner, other_user, lab, 9)
+    queryset = Reservation.objects.select_related("owner").prefetch_related("devices")
+    native = reservation_rows(queryset)
+    with CaptureQueriesContext(connection) as one_parameter:
+        reservation_rows(queryset)
+    monkeypatch.setattr(connection, "vendor", "another")
+    with CaptureQueriesContext(connection) as per_id:
+        assert reservation_rows(queryset) == native
+    unpacked = ("json_each(", "unnest(")
+    assert any(name in one_parameter[1]["sql"] for name in unpacked)
+    assert not any(name in per_id[1]["sql"] for name in unpacked)
+    assert native == serializer_answer(queryset)
+    assert sum(len(row["devices"]) for row in native) > len(native)  # some hold several GPUs
