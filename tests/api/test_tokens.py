@@ -155,3 +155,31 @@ def test_a_token_may_revoke_itself(client, owner_secret):
     token = ApiToken.objects.get()
     assert client.delete(f"/api/tokens/{token.pk}/", **bearer(owner_secret)).status_code == 204
     assert client.get("/api/tokens/", **bearer(owner_secret)).status_code == 403
+
+
+def test_the_lookup_reads_the_token_and_its_user_as_the_orm_does(owner):
+    """apitokens.lookup writes its query once and converts the row itself: every value (times
+    aware, flags bool) is what the ORM's select_related reads, in one query."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from apitokens.lookup import token_with_user
+
+    owner.last_login = timezone.now()
+    owner.is_staff = True
+    owner.save()
+    token, secret = issue_token(owner, "laptop", timezone.now() + timedelta(days=3))
+    ApiToken.objects.filter(pk=token.pk).update(last_used=timezone.now())
+    expected = ApiToken.objects.select_related("user").get(pk=token.pk)
+    with CaptureQueriesContext(connection) as queries:
+        found = token_with_user(token.digest)
+        assert found.user.username == owner.username
+    assert len(queries) == 1
+
+    def fields(instance):
+        return {f.attname: getattr(instance, f.attname) for f in instance._meta.concrete_fields}
+
+    assert fields(found) == fields(expected) and fields(found.user) == fields(expected.user)
+    assert found.expires.tzinfo is not None and found.user.is_staff is True
+    assert found._state.db == "default" and not found._state.adding
+    assert token_with_user(hashlib.sha256(b"no such secret").hexdigest()) is None
