@@ -25,6 +25,7 @@ BASELINE_DIR: another checkout, e.g. `git archive COMMIT | tar -x -C DIR` with a
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -103,6 +104,7 @@ def main() -> None:
     finally:
         for process in processes:
             side.stop(process)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
