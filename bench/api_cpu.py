@@ -1,9 +1,10 @@
 """Benchmark: the web process's CPU per API request, this checkout against another, over HTTP.
 
 Each checkout serves bench/api_side_by_side.py's data (64 GPUs, 5,000 one-GPU bookings) from
-its own daphne process on its own SQLite database, as api_side_by_side runs ours. Both
-servers run on the first CPU and the client (this process, one keep-alive connection each)
-on the second, so the client takes nothing from them. For each request, in turn on each
+its own daphne process on its own SQLite database (or, with --postgres, a PostgreSQL database
+of its own), as api_side_by_side runs ours. Both servers run on the first CPU and the client
+(this process, one keep-alive connection each) on the second, so the client takes nothing
+from them; PostgreSQL's own processes are not pinned, and their CPU is not counted. For each request, in turn on each
 server (the first server alternating by round): 10 requests to warm up, then requests for
 SECONDS, and the server process's CPU time (user + system, /proc) divided by their number.
 
@@ -20,6 +21,7 @@ the ratio (baseline / this: > 1 means this checkout spends less) and every round
 
 Run: .venv/bin/python bench/api_cpu.py BASELINE_DIR [--rounds 6] [--seconds 3]
         [--requests week page100 page1000 root]
+        [--postgres postgres://root@127.0.0.1:5432/hive_api_cpu]
 BASELINE_DIR: another checkout, e.g. `git archive COMMIT | tar -x -C DIR` with a `.venv` link.
 """
 
@@ -70,6 +72,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--requests", nargs="+", default=["week", *PATHS])
+    parser.add_argument(
+        "--postgres",
+        help="a PostgreSQL URL whose database name each checkout gets a database after "
+        "(NAME_this, NAME_baseline, made anew) instead of SQLite",
+    )
     args = parser.parse_args()
     if len(os.sched_getaffinity(0)) < 2:
         raise SystemExit("needs two CPUs: the servers on one, the client on another")
@@ -79,7 +86,8 @@ def main() -> None:
     services, processes = [], []
     try:
         for name, root in (("this", HERE.parent), ("baseline", args.baseline.resolve())):
-            service = side.Ours(name, side.our_environment(work / name, None), work, root)
+            database = args.postgres and f"{args.postgres}_{name}"
+            service = side.Ours(name, side.our_environment(work / name, database), work, root)
             processes.append(service.launch(dataset.origin(now)))
             service.pid = processes[-1].pid
             pin(service.pid, {0})
