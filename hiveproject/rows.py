@@ -37,8 +37,22 @@ def fetch_tuples(using: str, statement: tuple[str, tuple]) -> list[tuple]:
     """The rows of a ``values_statement`` as the driver returns them, in its columns' order:
     for a caller that writes each row itself, without a dict per row first."""
     with connections[using].cursor() as cursor:
+        if connections[using].vendor == "postgresql":
+            _times_read_by_psycopgs_own_loader(cursor.cursor)
         cursor.execute(*statement)
         return cursor.fetchall()
+
+
+def _times_read_by_psycopgs_own_loader(cursor) -> None:
+    """Django reads PostgreSQL's times with a subclass of psycopg's pure-Python loader (to set
+    their zone, which the session's already is: UTC), so each one is parsed in Python: a
+    fifth of daphne's CPU for the week of 8 GPUs. On this cursor only, psycopg's own loader
+    (compiled, with psycopg[binary]) reads them, aware in the session's zone."""
+    from psycopg import postgres  # on PostgreSQL only: SQLite's processes never load it
+    from psycopg.pq import Format
+
+    oid = postgres.types["timestamptz"].oid
+    cursor.adapters.register_loader(oid, postgres.adapters.get_loader(oid, Format.TEXT))
 
 
 def id_list(using: str, ids: list[int]) -> tuple[str, list]:

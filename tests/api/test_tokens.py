@@ -157,6 +157,7 @@ def test_a_token_may_revoke_itself(client, owner_secret):
     assert client.get("/api/tokens/", **bearer(owner_secret)).status_code == 403
 
 
+@pytest.mark.profile  # its SQL and conversions differ by database: run on PostgreSQL too
 def test_the_lookup_reads_the_token_and_its_user_as_the_orm_does(owner):
     """apitokens.lookup writes its query once and converts the row itself: every value (times
     aware, flags bool) is what the ORM's select_related reads, in one query."""

@@ -156,3 +156,27 @@ def test_gpu_ids_by_one_parameter_or_one_per_id_are_the_same(
     assert not any(name in per_id[1]["sql"] for name in unpacked)
     assert native == serializer_answer(queryset)
     assert sum(len(row["devices"]) for row in native) > len(native)  # some hold several GPUs
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's time loader")
+def test_on_postgresql_the_rows_times_skip_djangos_python_loader(
+    owner, other_user, lab, everyone_may_book, monkeypatch
+):
+    """Django parses PostgreSQL's times in Python (a subclass of psycopg's pure-Python loader);
+    the lean rows have psycopg's compiled loader read them, and still say the same."""
+    from django.db.backends.postgresql.psycopg_any import BaseTzLoader
+
+    make_bookings(owner, other_user, lab, 5)
+    parsed_by_django = []
+    python_load = BaseTzLoader.load
+
+    def counted(self, data):
+        parsed_by_django.append(data)
+        return python_load(self, data)
+
+    monkeypatch.setattr(BaseTzLoader, "load", counted)  # the connection's loader inherits it
+    queryset = Reservation.objects.select_related("owner").prefetch_related("devices")
+    rows = reservation_rows(queryset)
+    assert not parsed_by_django and len(rows) == 5
+    assert rows == serializer_answer(queryset)
+    assert parsed_by_django  # the ORM's read, through Django's loader
