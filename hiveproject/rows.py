@@ -38,12 +38,12 @@ def fetch_tuples(using: str, statement: tuple[str, tuple]) -> list[tuple]:
     for a caller that writes each row itself, without a dict per row first."""
     with connections[using].cursor() as cursor:
         if connections[using].vendor == "postgresql":
-            _times_read_by_psycopgs_own_loader(cursor.cursor)
+            _use_compiled_time_loader(cursor.cursor)
         cursor.execute(*statement)
         return cursor.fetchall()
 
 
-def _times_read_by_psycopgs_own_loader(cursor) -> None:
+def _use_compiled_time_loader(cursor) -> None:
     """Django reads PostgreSQL's times with a subclass of psycopg's pure-Python loader (to set
     their zone, which the session's already is: UTC), so each one is parsed in Python: a
     fifth of daphne's CPU for the week of 8 GPUs. On this cursor only, psycopg's own loader
