@@ -4,6 +4,7 @@ row, nor Django's conversion of each value from the database."""
 
 import json
 from datetime import UTC
+from functools import cache
 
 from django.core.exceptions import EmptyResultSet
 from django.db import connections
@@ -38,24 +39,26 @@ def fetch_tuples(using: str, statement: tuple[str, tuple]) -> list[tuple]:
     for a caller that writes each row itself, without a dict per row first."""
     with connections[using].cursor() as cursor:
         if connections[using].vendor == "postgresql":
-            _use_compiled_time_loader(cursor.cursor)
+            cursor.cursor.adapters.register_loader(*_compiled_time_loader())
         cursor.execute(*statement)
         return cursor.fetchall()
 
 
-def _use_compiled_time_loader(cursor) -> None:
+@cache
+def _compiled_time_loader() -> tuple[int, type]:
     """Django reads PostgreSQL's times with a subclass of psycopg's pure-Python loader (to set
     their zone, which the session's already is: UTC), so each one is parsed in Python: a
-    fifth of daphne's CPU for the week of 8 GPUs. On this cursor only, psycopg's own loader
-    (compiled, with psycopg[binary]) reads them, aware in the session's zone."""
+    fifth of daphne's CPU for the week of 8 GPUs. ``fetch_tuples`` gives its cursor, and only
+    it, psycopg's own loader (compiled, with psycopg[binary]): times aware in the session's
+    zone. The type's oid and that loader."""
     from psycopg import postgres  # on PostgreSQL only: SQLite's processes never load it
     from psycopg.pq import Format
 
     oid = postgres.types["timestamptz"].oid
-    cursor.adapters.register_loader(oid, postgres.adapters.get_loader(oid, Format.TEXT))
+    return oid, postgres.adapters.get_loader(oid, Format.TEXT)
 
 
-def id_list(using: str, ids: list[int]) -> tuple[str, list]:
+def ids_in_sql(using: str, ids: list[int]) -> tuple[str, list]:
     """SQL for ``IN (...)`` that names these ids, and its parameters: the whole list as one
     parameter where the database can unpack it (a JSON array on SQLite, an array on
     PostgreSQL). With a placeholder per id, the driver binds and the database parses each

@@ -141,7 +141,7 @@ def test_plain_values_of_a_query_that_cannot_match_are_none():
 def test_gpu_ids_by_one_parameter_or_one_per_id_are_the_same(
     owner, other_user, lab, everyone_may_book, monkeypatch
 ):
-    """The page's ids travel as one parameter on SQLite and PostgreSQL (``id_list``); other
+    """The page's ids travel as one parameter on SQLite and PostgreSQL (``ids_in_sql``); other
     databases get a placeholder per id. Both name the same bookings and GPUs, in order."""
     make_bookings(owner, other_user, lab, 9)
     queryset = Reservation.objects.select_related("owner").prefetch_related("devices")
