@@ -29,7 +29,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simhosts import give_gpus, host_name, start_servers, stop  # noqa: E402
+from simhosts import (  # noqa: E402
+    give_gpus,
+    give_host_gpus,
+    gpu_rows,
+    host_name,
+    start_servers,
+    stop,
+)
 
 FIELDS = ("Rss", "Pss", "Private_Clean", "Private_Dirty")
 
@@ -99,6 +106,8 @@ def seeded_data_dir(checkout: Path, python: str, ssh_hosts: int) -> tuple[Path, 
     manage = [python, str(checkout / "manage.py")]
     for command in (["migrate", "-v0"], ["demo"], ["addhost", "localhost", "--local"]):
         subprocess.run(manage + command, env=env, cwd=checkout, check=True, capture_output=True)
+    # localhost's 8 GPUs, each with this process on it (without them its probe is an error).
+    give_host_gpus(data_dir / "gpus", "local", gpu_rows("127.0.0.99"), [os.getpid()] * 8)
     servers = add_ssh_hosts(manage, env, checkout, data_dir, ssh_hosts) if ssh_hosts else []
     return data_dir, env, servers
 

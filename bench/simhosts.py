@@ -60,10 +60,15 @@ def give_gpus(servers: list[Sshd], workdir: Path, pids: list[int]) -> None:
     """Each address's fake GPUs, one process of ``pids`` (real processes) on each GPU."""
     for server in servers:
         for addr in server.addresses:
-            fake = FakeGpus(workdir / "gpus", addr)
-            fake.set_gpus(gpu_rows(addr))
-            uuids = [row.split(", ")[1] for row in gpu_rows(addr)]
-            fake.set_processes([f"{u}, {p}, 500, python" for u, p in zip(uuids, pids, strict=True)])
+            give_host_gpus(workdir / "gpus", addr, gpu_rows(addr), pids)
+
+
+def give_host_gpus(gpu_dir: Path, host: str, rows: list[str], pids: list[int]) -> None:
+    """One fake nvidia-smi host's GPUs (``host``: an address, or "local" for `localhost`)."""
+    fake = FakeGpus(gpu_dir, host)
+    fake.set_gpus(rows)
+    uuids = [row.split(", ")[1] for row in rows]
+    fake.set_processes([f"{u}, {p}, 500, python" for u, p in zip(uuids, pids, strict=True)])
 
 
 def stop(server: Sshd) -> None:

@@ -5,6 +5,12 @@ again: two copies of the same 40-odd MiB, one in the supervisor and one shared b
 cluster's seven processes. Forked, the cluster and every process it forks share the
 supervisor's pages, and a (re)start costs no Python start-up (bench/memory.py, 100 hosts:
 56 MiB less PSS for the whole service; the README's memory section has the figures).
+
+The forked child is the cluster's sentinel itself. `manage.py qcluster` runs a top process
+that only starts the sentinel and waits for a stop signal to pass on: one more copy of the
+supervisor's heap in the process list (about 60 MiB RSS, 9 MiB of its own) for a wait. Here
+the sentinel takes the stop signals itself; its pusher, monitor and workers are what they are
+under qcluster.
 """
 
 import gc
@@ -12,16 +18,19 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import traceback
+import uuid
 from contextlib import suppress
 
 from django.db import connections
 
 
 class ForkedCluster:
-    """`manage.py qcluster` in a forked child, in a process group of its own (stopped, or
-    killed, as a whole), with ``env`` added to its environment. Waited for as
-    subprocess.Popen is: ``pid``, ``poll()``, ``wait()``, ``returncode``."""
+    """A django-q2 cluster (as `manage.py qcluster` runs it) in a forked child, in a process
+    group of its own (stopped, or killed, as a whole), with ``env`` added to its
+    environment. Waited for as subprocess.Popen is: ``pid``, ``poll()``, ``wait()``,
+    ``returncode``."""
 
     def __init__(self, env: dict[str, str]):
         close_database_connections()  # the child must not talk through this one's sockets
@@ -67,9 +76,8 @@ def _run_cluster(env: dict[str, str]) -> None:
         # MiB), which monitoring.transport loads when first used: loaded before the workers
         # fork, they share one copy.
         import paramiko  # noqa: F401
-        from django.core.management import call_command
 
-        call_command("qcluster")  # returns once the cluster's sentinel has started
+        run_sentinel()
         for child in multiprocessing.active_children():  # as qcluster's exit does
             child.join()
         code = 0
@@ -81,6 +89,40 @@ def _run_cluster(env: dict[str, str]) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def run_sentinel() -> None:
+    """django-q2's sentinel in this process, until SIGINT or SIGTERM stops it as qcluster's
+    top process would: the stop event set, the workers let finish their tasks."""
+    from django.conf import settings
+    from django_q.cluster import Sentinel, get_mp_context
+    from django_q.conf import setproctitle
+
+    settings.SECRET_KEY  # noqa: B018 -- as qcluster: no cluster without a signing key
+    context = get_mp_context()
+    stop_event, start_event = context.Event(), context.Event()
+    stop_signals = {signal.SIGINT, signal.SIGTERM}
+    # Held until this process's handlers are in: Sentinel() sets the ones its children need.
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+    sentinel = Sentinel(stop_event, start_event, uuid.uuid4(), start=False)
+    if setproctitle:
+        setproctitle.setproctitle(f"qcluster sentinel {os.getpid()}")
+
+    def stop(signum, frame):
+        # Set from a thread: the handler may run while this thread holds the event's lock
+        # (in its wait), which set() takes too.
+        threading.Thread(target=stop_event.set, daemon=True).start()
+
+    def as_under_qcluster():
+        if os.getppid() == sentinel.pid:  # a process the sentinel forked, not a grandchild
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # what Sentinel() set for them
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a timed-out worker is terminated
+
+    os.register_at_fork(after_in_child=as_under_qcluster)
+    for signum in stop_signals:
+        signal.signal(signum, stop)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
+    sentinel.start()  # spawns the pusher, monitor and workers; guards them until stopped
 
 
 def close_database_connections() -> None:

@@ -57,7 +57,7 @@ def test_serve_probes_at_once_and_stops_every_process_before_it_returns(serve, s
     )
     until(lambda: len(serve.workers()) == 3, 60, "the workers are up", serve)
     tree = serve.tree()
-    assert len(tree) >= 7, tree  # serve, daphne, qcluster, its sentinel, monitor, pusher, workers
+    assert len(tree) >= 7, tree  # serve, daphne, the cluster's sentinel, monitor, pusher, workers
 
     took = serve.signal(signum)
 

@@ -126,8 +126,9 @@ def test_killed_workers_are_replaced_and_work_resumes_each_task_once(
 
 
 def test_a_cluster_whose_top_process_died_is_replaced_whole(workers, settings):
-    """SIGKILL to qcluster's top process alone: its sentinel and workers live on without it.
-    The supervisor kills what is left of that group and starts a new cluster."""
+    """SIGKILL to the cluster's top process (its sentinel) alone: its pusher, monitor and
+    workers live on without it. The supervisor kills what is left of that group and starts a
+    new cluster."""
     until(lambda: len(workers.workers()) == 3, 60, "three workers up", workers)
     old = workers.cluster_pid()
     orphans = group_members(old)
