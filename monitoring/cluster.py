@@ -1,4 +1,5 @@
-"""The django-q2 cluster, forked from its supervisor (monitoring.supervisor).
+"""The django-q2 cluster, forked from its supervisor (monitoring.supervisor); `serve` forks
+its web process the same way (``ForkedChild``).
 
 Started as a new interpreter (`manage.py qcluster`), the cluster loaded Django and every app
 again: two copies of the same 40-odd MiB, one in the supervisor and one shared by the
@@ -26,13 +27,12 @@ from contextlib import suppress
 from django.db import connections
 
 
-class ForkedCluster:
-    """A django-q2 cluster (as `manage.py qcluster` runs it) in a forked child, in a process
-    group of its own (stopped, or killed, as a whole), with ``env`` added to its
-    environment. Waited for as subprocess.Popen is: ``pid``, ``poll()``, ``wait()``,
-    ``returncode``."""
+class ForkedChild:
+    """``work()`` in a forked child, in a process group of its own (stopped, or killed, as a
+    whole), with the default signal handlers. Waited for as subprocess.Popen is: ``pid``,
+    ``poll()``, ``wait()``, ``returncode`` (0 when ``work`` returned)."""
 
-    def __init__(self, env: dict[str, str]):
+    def __init__(self, work):
         close_database_connections()  # the child must not talk through this one's sockets
         sys.stdout.flush()
         sys.stderr.flush()
@@ -43,7 +43,7 @@ class ForkedCluster:
             gc.unfreeze()
             raise
         if pid == 0:
-            _run_cluster(env)  # never returns
+            _child(work)  # never returns
         gc.unfreeze()
         with suppress(OSError):  # here too: no signal to the group can come before its own
             os.setpgid(pid, pid)
@@ -63,23 +63,35 @@ class ForkedCluster:
         return self.returncode
 
 
+class ForkedCluster(ForkedChild):
+    """A django-q2 cluster (as `manage.py qcluster` runs it) in a forked child, with ``env``
+    added to its environment."""
+
+    def __init__(self, env: dict[str, str]):
+        super().__init__(lambda: _run_cluster(env))
+
+
 def _run_cluster(env: dict[str, str]) -> None:
-    """In the child: the cluster until it stops, then exit without the parent's clean-up
-    (its atexit handlers are the supervisor's)."""
+    os.environ.update(env)
+    # The probing loop and the SSH actions use paramiko (with cryptography, about 20 MiB),
+    # which monitoring.transport loads when first used: loaded before the workers fork, they
+    # share one copy.
+    import paramiko  # noqa: F401
+
+    run_sentinel()
+    for child in multiprocessing.active_children():  # as qcluster's exit does
+        child.join()
+
+
+def _child(work) -> None:
+    """In the forked child: ``work()``, then exit without the parent's clean-up (its atexit
+    handlers are the parent's)."""
     code = 1
     try:
         os.setpgid(0, 0)
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(signum, signal.SIG_DFL)  # the supervisor's handlers were its own
-        os.environ.update(env)
-        # The probing loop and the SSH actions use paramiko (with cryptography, about 20
-        # MiB), which monitoring.transport loads when first used: loaded before the workers
-        # fork, they share one copy.
-        import paramiko  # noqa: F401
-
-        run_sentinel()
-        for child in multiprocessing.active_children():  # as qcluster's exit does
-            child.join()
+            signal.signal(signum, signal.SIG_DFL)  # the parent's handlers were its own
+        work()
         code = 0
     except SystemExit as exc:  # as sys.exit() means it: None is success, a number the code
         code = 0 if exc.code is None else (exc.code if isinstance(exc.code, int) else 1)

@@ -11,13 +11,15 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
 from django_q.signals import post_spawn
 
 from monitoring.models import Host
-from tests.faults.supervised import Service, fake_local_gpus, service, until
+from tests.faults.supervised import Service, fake_local_gpus, is_daphne, service, until
+from tests.realparts import children, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SSH_MODULES = ("paramiko", "nacl", "invoke", "bcrypt")
@@ -113,6 +115,37 @@ def test_the_cluster_is_forked_from_its_supervisor_and_loads_paramiko_before_its
         assert nacl not in maps(supervisor)
     finally:
         workers.kill_all()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_under_serve_the_web_process_is_forked_from_it_and_loads_no_ssh_library(tmp_path):
+    """`manage.py serve` as run: daphne shares serve's pages (forked, not a new interpreter,
+    as the cluster is), is titled as daphne is, answers, and maps none of paramiko's crypto."""
+    gpu_root = tmp_path / "gpus"
+    fake_local_gpus(gpu_root)
+    port = free_port()
+    data = tmp_path / "data"
+    serve = Service(["serve", "--port", str(port)], service(data, gpu_root), tmp_path / "log")
+    login = f"http://127.0.0.1:{port}/accounts/login/"
+
+    def answers():
+        try:
+            return urllib.request.urlopen(login, timeout=2).status == 200
+        except OSError:
+            return False
+
+    try:
+        until(answers, 90, "the web app answers", serve)
+        web = [pid for pid in children(serve.proc.pid) if is_daphne(pid)]
+        assert len(web) == 1, web
+        title = Path(f"/proc/{web[0]}/cmdline").read_bytes()
+        assert title.startswith(f"daphne -b 127.0.0.1 -p {port} hiveproject.asgi".encode())
+        # Pages serve wrote (Django, the apps) are mapped by the web process too; daphne
+        # started as a new interpreter shares none of them.
+        assert shared_dirty_mib(web[0]) >= 10
+        assert "/nacl/_sodium" not in maps(web[0])
+    finally:
+        serve.kill_all()
 
 
 def test_ssh_still_works_once_first_used(tmp_path):
