@@ -106,8 +106,9 @@ def seeded_data_dir(checkout: Path, python: str, ssh_hosts: int) -> tuple[Path, 
     manage = [python, str(checkout / "manage.py")]
     for command in (["migrate", "-v0"], ["demo"], ["addhost", "localhost", "--local"]):
         subprocess.run(manage + command, env=env, cwd=checkout, check=True, capture_output=True)
-    # localhost's 8 GPUs, each with this process on it (without them its probe is an error).
-    give_host_gpus(data_dir / "gpus", "local", gpu_rows("127.0.0.99"), [os.getpid()] * 8)
+    # localhost's 8 GPUs, each with this process on it (without them its probe is an error);
+    # their UUIDs those of an address no simulated host has (x.x.x.0).
+    give_host_gpus(data_dir / "gpus", "local", gpu_rows("127.0.0.0"), [os.getpid()] * 8)
     servers = add_ssh_hosts(manage, env, checkout, data_dir, ssh_hosts) if ssh_hosts else []
     return data_dir, env, servers
 

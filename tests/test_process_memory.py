@@ -11,14 +11,20 @@ import json
 import os
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import pytest
 from django_q.signals import post_spawn
 
 from monitoring.models import Host
-from tests.faults.supervised import Service, fake_local_gpus, is_daphne, service, until
+from tests.faults.supervised import (
+    Service,
+    answers,
+    fake_local_gpus,
+    is_daphne,
+    service,
+    until,
+)
 from tests.realparts import children, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,15 +133,8 @@ def test_under_serve_the_web_process_is_forked_from_it_and_loads_no_ssh_library(
     data = tmp_path / "data"
     serve = Service(["serve", "--port", str(port)], service(data, gpu_root), tmp_path / "log")
     login = f"http://127.0.0.1:{port}/accounts/login/"
-
-    def answers():
-        try:
-            return urllib.request.urlopen(login, timeout=2).status == 200
-        except OSError:
-            return False
-
     try:
-        until(answers, 90, "the web app answers", serve)
+        until(lambda: answers(login), 90, "the web app answers", serve)
         web = [pid for pid in children(serve.proc.pid) if is_daphne(pid)]
         assert len(web) == 1, web
         title = Path(f"/proc/{web[0]}/cmdline").read_bytes()

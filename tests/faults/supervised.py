@@ -6,6 +6,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 from django.conf import settings
@@ -23,6 +24,14 @@ def fake_local_gpus(root: Path) -> FakeGpus:
     gpus = FakeGpus(root, "local")
     gpus.set_gpus([GPU_ROW])
     return gpus
+
+
+def answers(url: str) -> bool:
+    """The page at ``url`` answers 200 (the web process is up)."""
+    try:
+        return urllib.request.urlopen(url, timeout=2).status == 200
+    except OSError:
+        return False
 
 
 def service(data_dir: Path, gpu_root: Path, **env) -> dict:

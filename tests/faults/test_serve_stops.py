@@ -5,26 +5,25 @@ top process only, and qcluster workers went on probing for 30-180 s with their p
 
 import signal
 import time
-import urllib.request
 
 import pytest
 from django.conf import settings as django_settings
 from django.utils import timezone
 
 from monitoring.models import Host, WorkerCluster
-from tests.faults.supervised import Service, fake_local_gpus, service, session_members, until
+from tests.faults.supervised import (
+    Service,
+    answers,
+    fake_local_gpus,
+    service,
+    session_members,
+    until,
+)
 from tests.security.conftest import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 INTERVAL = 2.0  # the default MONITORING_INTERVAL
-
-
-def answers(url: str) -> bool:
-    try:
-        return urllib.request.urlopen(url, timeout=2).status == 200
-    except OSError:
-        return False
 
 
 @pytest.fixture

@@ -34,12 +34,11 @@ def ensure_app_schedules() -> None:
 
 def run_daphne(bind: str, port: int) -> None:
     """daphne, as `python -m daphne -b BIND -p PORT hiveproject.asgi:application` runs it."""
+    import setproctitle
     from daphne.cli import CommandLineInterface
-    from django_q.conf import setproctitle
 
     argv = ["-b", bind, "-p", str(port), ASGI_APP]
-    if setproctitle:
-        setproctitle.setproctitle(" ".join(["daphne", *argv]))
+    setproctitle.setproctitle(" ".join(["daphne", *argv]))  # as `ps` showed it before the fork
     CommandLineInterface().run(argv)
 
 
