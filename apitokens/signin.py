@@ -1,15 +1,24 @@
-"""Failed password sign-ins are limited per user name, per address and on the whole site.
+"""Failed password sign-ins are limited per user name and address, per address, and on the
+whole site, without ever locking out someone who has not failed.
 
 ``SignInLimit`` sits first in AUTHENTICATION_BACKENDS, so the login form, the admin's login,
 the browsable API's login and ``POST /api/tokens/login/`` all stop checking passwords once
 a limit is reached within LOGIN_ATTEMPT_WINDOW seconds:
 
 - LOGIN_ATTEMPTS failures for one name from one address (guessing one password). Keyed on
-  the name *and* the address, so a stranger cannot lock the owner out everywhere;
+  the name *and* the address, as django-axes' ``[["username", "ip_address"]]`` lockouts are,
+  so a stranger cannot lock the owner out everywhere;
 - LOGIN_ADDRESS_ATTEMPTS failures from one address, whatever the names (password spraying:
   many names, one password);
-- LOGIN_SITE_ATTEMPTS failures on the whole site (spraying from many addresses). Set high:
-  reaching it stops password sign-ins for everybody until the window passes.
+- LOGIN_SITE_ATTEMPTS failures on the whole site (spraying from many addresses) is a brake,
+  not a lock: while it holds, an address is refused once it has failed
+  LOGIN_BRAKE_ADDRESS_ATTEMPTS times, so each attacking address gets a few guesses instead of
+  LOGIN_ADDRESS_ATTEMPTS, and an address with fewer failures (the innocent) still signs in.
+
+A failure counts once, when a password was checked and was wrong. An attempt refused by a
+limit checks no password, so it counts nothing: the admin's form, which asks every backend
+and hears the refusal as a failed sign-in (``user_login_failed``), cannot push one address's
+flood into the site's count.
 
 The address is ``limits.client_address`` (the proxy's view, never a forged header); counts
 live in the shared cache, so several web processes count together. A successful sign-in
@@ -18,6 +27,7 @@ what an attacker's address has used up.
 """
 
 from django.conf import settings
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.backends import BaseBackend, ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.signals import user_logged_in, user_login_failed
@@ -25,6 +35,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.dispatch import receiver
 
 from .limits import Limit, client_address, wait_text
+
+BRAKED = "on this site, and from your address"
 
 
 def _limits(request, username: str) -> list[tuple[Limit, tuple[str, ...], str]]:
@@ -45,6 +57,20 @@ def _limits(request, username: str) -> list[tuple[Limit, tuple[str, ...], str]]:
     ]
 
 
+def _brake_wait(request) -> int:
+    """Seconds this address waits under the site-wide brake (0: not braked, or it may try).
+
+    The address's own failures are the ``signin-address`` count, held here to a lower bar.
+    """
+    window = settings.LOGIN_ATTEMPT_WINDOW
+    site = Limit("signin-site", settings.LOGIN_SITE_ATTEMPTS, window).wait()
+    if not site:
+        return 0
+    address = Limit("signin-address", settings.LOGIN_BRAKE_ADDRESS_ATTEMPTS, window)
+    own = address.wait(client_address(request))
+    return min(site, own) if own else 0
+
+
 def wait_seconds(request, username: str | None) -> int:
     """Seconds until this name may try again from this address (0: it may now)."""
     return _wait(request, username)[0]
@@ -53,11 +79,13 @@ def wait_seconds(request, username: str | None) -> int:
 def _wait(request, username: str | None) -> tuple[int, str]:
     if request is None or not username:
         return 0, ""
-    for limit, parts, whose in _limits(request, username):
+    name_and_address, address, _site = _limits(request, username)  # the site's: a brake
+    for limit, parts, whose in (name_and_address, address):
         wait = limit.wait(*parts)
         if wait:
             return wait, whose
-    return 0, ""
+    wait = _brake_wait(request)
+    return (wait, BRAKED) if wait else (0, "")
 
 
 def wait_message(seconds: int, whose: str = "for this user name from your address") -> str:
@@ -97,8 +125,8 @@ class SignInLimit(BaseBackend):
         return ModelBackend().get_user(user_id)
 
 
-class SignInForm(AuthenticationForm):
-    """The login form, saying plainly when a name is locked instead of "wrong password"."""
+class LockedSaysSo:
+    """A login form mixin saying plainly when a name is locked instead of "wrong password"."""
 
     throttled = False
 
@@ -110,9 +138,21 @@ class SignInForm(AuthenticationForm):
         return super().clean()
 
 
+class SignInForm(LockedSaysSo, AuthenticationForm):
+    """The site's login form."""
+
+
+class AdminSignInForm(LockedSaysSo, AdminAuthenticationForm):
+    """The admin's login form (``AdminSite.login_form``)."""
+
+
 @receiver(user_login_failed)
 def _count_failure(sender, credentials, request=None, **kwargs):
-    note_failure(request, credentials.get("username"))
+    # Django sends this also when SignInLimit refused the attempt: no password was checked
+    # then, and counting it would let refused floods fill the site-wide count.
+    username = credentials.get("username")
+    if not wait_seconds(request, username):
+        note_failure(request, username)
 
 
 @receiver(user_logged_in)

@@ -441,9 +441,12 @@ RUN_AS_MIN_UID = envint("RUN_AS_MIN_UID", 1000)
 NUM_PROXIES = envint("NUM_PROXIES", 1 if HIVE_BEHIND_PROXY else 0)
 REST_FRAMEWORK["NUM_PROXIES"] = NUM_PROXIES  # DRF's throttles: the same address
 # Failed sign-ins from one address whatever the names (spraying), and on the whole site
-# (spraying from many addresses: reaching it pauses password sign-ins for everyone).
+# (spraying from many addresses). Reaching the site's count brakes, it does not lock: an
+# address is then refused after LOGIN_BRAKE_ADDRESS_ATTEMPTS failures of its own, and one
+# with fewer (the innocent) still signs in (apitokens.signin).
 LOGIN_ADDRESS_ATTEMPTS = envint("LOGIN_ADDRESS_ATTEMPTS", 20)
 LOGIN_SITE_ATTEMPTS = envint("LOGIN_SITE_ATTEMPTS", 1000)
+LOGIN_BRAKE_ADDRESS_ATTEMPTS = envint("LOGIN_BRAKE_ADDRESS_ATTEMPTS", 3)
 # Password-reset mails per recipient and per asking address, per hour.
 PASSWORD_RESET_MAILS_PER_RECIPIENT = envint("PASSWORD_RESET_MAILS_PER_RECIPIENT", 3)
 PASSWORD_RESET_MAILS_PER_ADDRESS = envint("PASSWORD_RESET_MAILS_PER_ADDRESS", 10)

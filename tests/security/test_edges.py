@@ -78,12 +78,58 @@ def test_password_spraying_from_one_address_is_stopped(client, db, settings):
     assert not locked(sign_in(client, "user0", "x", address="10.9.9.9"))  # others are not
 
 
-def test_spraying_from_many_addresses_reaches_the_site_limit(client, owner, settings):
-    settings.LOGIN_SITE_ATTEMPTS = 20
+def test_spraying_from_many_addresses_brakes_the_site_but_locks_out_no_innocent(
+    client, owner, settings
+):
+    settings.LOGIN_SITE_ATTEMPTS, settings.LOGIN_BRAKE_ADDRESS_ATTEMPTS = 20, 3
     for i in range(20):
         sign_in(client, f"name{i}", "Summer2026!", address=f"10.3.0.{i}")
-    response = sign_in(client, "owner", "pw-owner-1", address="10.4.0.1")
-    assert locked(response) and "on this site" in response.content.decode()
+    # An address with no failures signs in with the right password while the brake holds.
+    assert sign_in(client, "owner", "pw-owner-1", address="10.4.0.1").status_code == 302
+    client.logout()
+    # An attacking address gets a few guesses, not LOGIN_ADDRESS_ATTEMPTS.
+    answers = [sign_in(client, f"more{i}", "Winter2026!", address="10.3.0.1") for i in range(3)]
+    assert not any(locked(a) for a in answers[:2]) and locked(answers[2])
+    assert "on this site" in answers[2].content.decode()
+    assert not locked(sign_in(client, "owner", "typo", address="10.4.0.2"))  # one mistake
+
+
+ADMIN_LOGIN = "/admin/login/?next=/admin/"
+
+
+def test_refused_attempts_count_nothing_on_any_path(client, owner, settings):
+    # authenticate() hears SignInLimit's refusal as a failed sign-in (user_login_failed);
+    # whichever form or view calls it, the refused attempt must not count again.
+    from django.contrib.auth import authenticate
+
+    settings.LOGIN_ATTEMPTS, settings.LOGIN_ADDRESS_ATTEMPTS = 5, 8
+    request = RequestFactory().post(LOGIN, REMOTE_ADDR="10.8.0.1")
+    for _ in range(15):  # 5 checked and wrong, then 10 refused
+        assert authenticate(request, username="owner", password="nope") is None
+    assert not locked(sign_in(client, "other", "x", address="10.8.0.1"))  # 6 of 8, not 16
+
+
+def test_a_flood_on_the_admin_login_counts_once_and_locks_out_no_one_else(
+    client, owner, settings
+):
+    # Before: every refused attempt counted again, so one address's flood filled the
+    # site-wide count (1,100 posts reached 1,000) and then refused everybody everywhere.
+    settings.LOGIN_ADDRESS_ATTEMPTS, settings.LOGIN_SITE_ATTEMPTS = 20, 50
+    flood = {"username": "admin", "password": "guess"}
+    answers = [client.post(ADMIN_LOGIN, flood, REMOTE_ADDR="10.6.6.6") for _ in range(80)]
+    assert locked(answers[-1])  # the admin's form says so too
+    during = sign_in(client, "owner", "pw-owner-1", address="10.7.0.1")
+    assert during.status_code == 302
+    client.logout()
+    admin_page = client.post(
+        ADMIN_LOGIN, {"username": "owner", "password": "x"}, REMOTE_ADDR="10.7.0.2"
+    )
+    assert not locked(admin_page)  # a wrong password, told as such, from a clean address
+    # The flood counted 20 failures, not 80: the site's brake (at 50) is off, so someone who
+    # mistypes three times still gets in on the fourth try.
+    for _ in range(3):
+        sign_in(client, "owner", "typo", address="10.7.0.3")
+    assert sign_in(client, "owner", "pw-owner-1", address="10.7.0.3").status_code == 302
 
 
 def test_the_owner_signing_in_does_not_reset_an_attackers_count(client, owner, settings):
