@@ -2,7 +2,9 @@
 changed since (monitoring.live.changes)."""
 
 import asyncio
+from importlib import import_module
 
+from channels.auth import get_user
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
@@ -13,6 +15,20 @@ from .visibility import process_visibility
 
 # Close code for "not signed in" (4000-4999 are free for applications).
 NOT_SIGNED_IN = 4401
+
+
+async def still_signed_in(scope) -> bool:
+    """Whether the session this socket opened with still signs its user in.
+
+    The scope's session was loaded once, at the handshake; a sign-out elsewhere (another tab,
+    the admin ending it, a password change) shows only in the store, so read it afresh.
+    """
+    session = scope.get("session")
+    if session is None or not session.session_key:
+        return False
+    fresh = import_module(settings.SESSION_ENGINE).SessionStore(session.session_key)
+    user = await get_user({"session": fresh})
+    return user.is_authenticated and user.pk == scope["user"].pk
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):
@@ -50,6 +66,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         interval = float(settings.MONITORING_INTERVAL)
         while True:
             await asyncio.sleep(interval)
+            if not await still_signed_in(self.scope):
+                await self.close(code=NOT_SIGNED_IN)
+                return
             await self.send_if_fresh()
 
     async def cycle_finished(self, event):

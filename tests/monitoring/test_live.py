@@ -174,3 +174,19 @@ def probe_again(host):
     snapshot = {**host.last_snapshot}
     snapshot["gpus"] = [{**snapshot["gpus"][0], "utilization_gpu": 99}]
     Host.objects.filter(pk=host.pk).update(last_snapshot=snapshot, last_probe_at=timezone.now())
+
+
+def test_the_stream_ends_when_the_session_does(client, lab, owner, settings):
+    # Before: a socket kept streaming the lab to a browser that had signed out.
+    settings.MONITORING_INTERVAL = 0.1
+    client.force_login(owner)
+
+    async def scenario():
+        ws = communicator(client)
+        await ws.connect()
+        await ws.receive_json_from(timeout=5)
+        await sync_to_async(client.logout)()  # the session is flushed from the store
+        closed = await ws.receive_output(timeout=5)
+        return closed
+
+    assert async_to_sync(scenario)() == {"type": "websocket.close", "code": 4401}
