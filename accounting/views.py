@@ -44,5 +44,17 @@ def as_csv(lines, chosen) -> HttpResponse:
     writer.writerow(COLUMNS)
     for line in lines:
         row = line.as_dict()
-        writer.writerow([row[c] for c in COLUMNS])
+        writer.writerow([spreadsheet_safe(row[c]) for c in COLUMNS])
     return response
+
+
+# A cell starting with one of these is a formula to Excel, LibreOffice and Sheets (OWASP's
+# "CSV injection"); names come from admins and users, so text is never left to start so.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value):
+    """Text that a spreadsheet would run as a formula, made inert with a leading quote."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
