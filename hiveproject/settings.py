@@ -565,6 +565,10 @@ REQUEST_MAX_JSON_DEPTH = envint("REQUEST_MAX_JSON_DEPTH", 32)
 # combinations, nodes, queued tasks): a 10,000-task job took minutes and stalled other users.
 API_MAX_IDS = envint("API_MAX_IDS", 1000)
 JOBS_MAX_TASKS = envint("JOBS_MAX_TASKS", 500)
+# One user's unfinished tasks in jobs, and tasks waiting in the queue, at most (a refusal
+# names the cap): thousands of one person's tasks slowed every sync and start for everyone.
+JOBS_MAX_UNFINISHED_TASKS_PER_USER = envint("JOBS_MAX_UNFINISHED_TASKS_PER_USER", 1000)
+QUEUE_MAX_WAITING_TASKS_PER_USER = envint("QUEUE_MAX_WAITING_TASKS_PER_USER", 1000)
 
 # --- Writes under contention (issue 20) -----------------------------------------------------
 # On SQLite a write waits this long in all for its turn (hiveproject/sqlite3) before the

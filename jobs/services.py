@@ -126,22 +126,45 @@ def follow_reservation(reservation: Reservation, old_start, old_end) -> None:
         )
 
 
+def check_unfinished_cap(owner, adding: int) -> None:
+    """One user's unfinished tasks in jobs stay under JOBS_MAX_UNFINISHED_TASKS_PER_USER, so
+    one person's thousands of tasks cannot slow every sync and start for everybody.
+
+    Not locked against a racing request of the same user: a cap on load, not an invariant.
+    """
+    cap = settings.JOBS_MAX_UNFINISHED_TASKS_PER_USER
+    unfinished = Task.objects.filter(job__owner=owner).exclude(status__in=Task.ENDED).count()
+    if unfinished + adding > cap:
+        raise ValidationError(
+            f"This would give you {unfinished + adding} unfinished tasks in jobs; at most "
+            f"{cap} are allowed per user (the cap on unfinished job tasks). You have "
+            f"{unfinished}: wait for some to end, or stop those you no longer need."
+        )
+
+
 @transaction.atomic
 def add_task(job: Job, spec: TaskSpec) -> Task:
     """One more pending task in an existing job, checked as ``create_job`` checks its own."""
     check_spec(job.owner, spec)
+    check_unfinished_cap(job.owner, 1)
     return _new_task(job, spec)
 
 
 @transaction.atomic
-def create_job(owner, *, name: str, specs: list[TaskSpec], description="", template="") -> Job:
-    """A job with one task per spec; all or nothing."""
+def create_job(
+    owner, *, name: str, specs: list[TaskSpec], description="", template="", capped=True
+) -> Job:
+    """A job with one task per spec; all or nothing. ``capped=False`` is for the queue's
+    starts only: those tasks were counted against the queue's own cap when they were queued.
+    """
     if not name.strip():
         raise ValidationError("A job needs a name.")
     if not specs:
         raise ValidationError("A job needs at least one task.")
     if len(specs) > settings.JOBS_MAX_TASKS:  # the pages' forms and commands come here too
         raise ValidationError(f"A job has at most {settings.JOBS_MAX_TASKS} tasks.")
+    if capped:
+        check_unfinished_cap(owner, len(specs))
     for spec in specs:
         check_spec(owner, spec)
     job = Job.objects.create(owner=owner, name=name, description=description, template=template)
@@ -322,6 +345,7 @@ def rerun_task(task: Task, user, start=None) -> Task:
             f"Task {task.pk} is {task.get_status_display().lower()}{again}; only a failed or "
             "stopped task, or one that exited with an error, can be run again."
         )
+    check_unfinished_cap(task.job.owner, 1)
     with transaction.atomic():
         new = _new_task(task.job, spec_of(task))
         if not Task.objects.filter(pk=task.pk, rerun_as=None).update(rerun_as=new):

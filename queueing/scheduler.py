@@ -553,6 +553,7 @@ def claim(queued: QueuedJob, placed: list[list[Slot]]) -> QueueRun | None:
                     name=queued.name,
                     specs=job_specs(queued, placed),
                     description=f"Started by the queue (queued job {queued.pk}).",
+                    capped=False,
                 ),
                 opportunistic=queued.opportunistic,
                 gpus=len(slots),

@@ -119,6 +119,7 @@ def enqueue(
         raise ValidationError("A queued job needs at least one task.")
     for request in tasks:
         check_request(request)
+    check_waiting_cap(owner, len(tasks))
     group = group or default_group(owner)
     check_group(owner, group)
     check_priority(owner, group, priority)
@@ -134,6 +135,22 @@ def enqueue(
         _add_task(queued, request)
     record("queue.enqueue", actor=owner, target=queued, tasks=len(tasks), priority=priority)
     return queued
+
+
+def check_waiting_cap(owner, adding: int) -> None:
+    """One user's tasks waiting in the queue stay under QUEUE_MAX_WAITING_TASKS_PER_USER: each
+    is placed again every round, so one person's thousands would slow the queue for everyone.
+    """
+    cap = settings.QUEUE_MAX_WAITING_TASKS_PER_USER
+    waiting = QueuedTask.objects.filter(
+        queued_job__owner=owner, queued_job__state=QueuedJob.State.WAITING
+    ).count()
+    if waiting + adding > cap:
+        raise ValidationError(
+            f"This would give you {waiting + adding} tasks waiting in the queue; at most {cap} "
+            f"are allowed per user (the cap on waiting queue tasks). You have {waiting}: wait "
+            "for some to start, or cancel those you no longer need."
+        )
 
 
 def _add_task(queued: QueuedJob, request: TaskRequest) -> QueuedTask:
