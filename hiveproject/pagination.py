@@ -79,6 +79,17 @@ class FirstPageUncounted(Paginator):
         return super()._get_page(object_list, number, paginator)
 
 
+def whole_number(request, name: str, what: str) -> str:
+    """The query parameter ``name`` if given, refused with 400 unless a whole number from 1."""
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        return ""
+    if not (value.isascii() and value.isdigit() and int(value) >= 1):
+        message = f"{what} is a whole number from 1."
+        raise ValidationError({name: [message], "detail": f"{name}: {message}"})
+    return value
+
+
 class LinkHeaderPagination(PageNumberPagination):
     django_paginator_class = FirstPageUncounted
     page_size_query_param = "page_size"
@@ -91,14 +102,19 @@ class LinkHeaderPagination(PageNumberPagination):
         # Read per request, so the settings (and tests overriding them) apply.
         self.page_size = settings.API_PAGE_SIZE
         self.max_page_size = settings.API_MAX_PAGE_SIZE
+        # DRF falls back to the default size for a size it cannot read (1.5, 0, "ten"); the
+        # schema says a whole number from 1, so such a size is refused as a page is.
+        whole_number(request, self.page_size_query_param, "A page size")
         return super().get_page_size(request)
 
     def get_page_number(self, request, paginator):
-        number = request.query_params.get(self.page_query_param) or "1"
-        if not (number.isascii() and number.isdigit() and int(number) >= 1):
-            message = "A page is a whole number from 1."
-            raise ValidationError({"page": [message], "detail": f"page: {message}"})
-        return number
+        return whole_number(request, self.page_query_param, "A page") or "1"
+
+    def get_schema_operation_parameters(self, view):
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:  # as get_page_number and get_page_size check them
+            parameter["schema"]["minimum"] = 1
+        return parameters
 
     def page_slice(self, queryset, request):
         """Like paginate_queryset, but the page stays a (sliced, unread) queryset, for lists

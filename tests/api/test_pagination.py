@@ -59,7 +59,19 @@ def test_the_page_size_can_be_asked_for_up_to_the_maximum(client, owner, five_gp
     assert len(capped.json()) == 4 and "next" in links(capped)
     settings.API_MAX_PAGE_SIZE = 5
     assert "Link" not in client.get("/api/devices/?page_size=5")  # all on one page
-    assert len(client.get("/api/devices/?page_size=bad").json()) == 2
+    assert len(client.get("/api/devices/?page_size=").json()) == 2  # empty: the default
+
+
+@pytest.mark.parametrize("value", ["bad", "1.5", "0", "-3", "²"])
+@pytest.mark.parametrize("name", ["page", "page_size"])
+def test_a_page_or_size_that_is_no_whole_number_is_refused(client, owner, five_gpus, name, value):
+    # Before: page_size=1.5 got the default size (200), while the schema said an integer.
+    client.force_login(owner)
+    response = client.get("/api/devices/", {name: value})
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith(f"{name}: ") and "whole number" in str(
+        response.json()
+    )
 
 
 @pytest.mark.parametrize(("page_size", "counted"), [(5, True), (6, False), (2, True)])
