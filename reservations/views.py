@@ -98,11 +98,8 @@ def calendar_page(request):
         .order_by("start")[:6],
         "config": {
             "resources": calendar.resources(devices),
-            "offset": timezone.now().astimezone(zone).strftime("%z"),
-            "zone": zone.key,
             "user": request.user.get_username(),
             "date": request.GET.get("date", ""),
-            "tomorrow": (timezone.now().astimezone(zone).date() + timedelta(days=1)).isoformat(),
             "min_minutes": int(services.Rules.from_settings().min_duration.total_seconds() // 60),
         },
         "zone": zone.key,

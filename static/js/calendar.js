@@ -1,6 +1,8 @@
 // The week calendar: EventCalendar's resource time grid, one sub-column per GPU under each
-// day. Times are wall-clock text in the user's zone (the server converts), so the script
-// never does time-zone arithmetic itself.
+// day. Times travel as wall-clock text in the user's zone, both ways (the server converts):
+// the calendar runs in its "UTC" mode, where such text is shown as it is and a selection's
+// startStr is the text of the slot chosen, whatever the browser's own zone. The user's date
+// today comes from hiveTime (js/time.js), never from the browser's clock zone.
 (function () {
   "use strict";
   const config = JSON.parse(document.getElementById("calendar-config").textContent);
@@ -8,8 +10,6 @@
   const urls = element.dataset;
   const csrf = (document.cookie.match(/(?:^|; )csrftoken=([^;]+)/) || [])[1] || "";
 
-  // "2026-11-23T09:00:00" from a calendar Date: its UTC fields hold the wall clock.
-  const wall = (date) => date.toISOString().slice(0, 19);
   const local = (text) => text.slice(0, 16); // for <input type=datetime-local>
   const withId = (template, id) => template.replace("/0/", "/" + id + "/");
 
@@ -48,7 +48,7 @@
     resourceLabelContent: (arg) => (oneHost ? shortLabel(arg.resource) : arg.resource.title),
     datesAboveResources: true,
     timeZone: "UTC",
-    date: config.date || undefined,
+    date: config.date || hiveTime.today(),
     firstDay: 1,
     resources: config.resources,
     selectable: true,
@@ -57,17 +57,30 @@
     slotDuration: "01:00",
     snapDuration: "00:30",
     height: "100%",
-    headerToolbar: { start: "prev,next today", center: "title", end: "resourceTimeGridWeek,resourceTimeGridDay" },
-    buttonText: { resourceTimeGridWeek: "week", resourceTimeGridDay: "day", today: "today", prev: "previous", next: "next" },
+    // The calendar's own "today" is the browser's date; the user's is a highlighted date,
+    // dressed as today, and the today button goes to it.
+    highlightedDates: [hiveTime.today()], // kept current below
+    theme: (theme) => Object.assign({}, theme, { today: "", highlight: theme.today }),
+    customButtons: { userToday: { text: "today", click: () => calendar.setOption("date", hiveTime.today()) } },
+    headerToolbar: { start: "prev,next userToday", center: "title", end: "resourceTimeGridWeek,resourceTimeGridDay" },
+    buttonText: { resourceTimeGridWeek: "week", resourceTimeGridDay: "day", prev: "previous", next: "next" },
     eventSources: [{
       events: (info, success, failure) => {
-        const query = new URLSearchParams({ start: wall(info.start), end: wall(info.end) });
+        const query = new URLSearchParams({ start: info.startStr, end: info.endStr });
         call(urls.events + "?" + query).then((data) => success(data.events), failure);
       },
     }],
     select: (info) => openBooking(info),
     eventClick: (info) => { if (info.event.extendedProps.reservation) openDetails(info.event.extendedProps.reservation); },
   });
+
+  // A page left open overnight moves its today mark at the user's midnight.
+  let markedToday = hiveTime.today();
+  setInterval(() => {
+    if (markedToday === hiveTime.today()) return;
+    markedToday = hiveTime.today();
+    calendar.setOption("highlightedDates", [markedToday]);
+  }, 60000);
 
   function resourcesBetween(first, last) {
     const ids = config.resources.map((r) => r.id);
@@ -96,17 +109,17 @@
       label.append(input, " " + r.title);
       return label;
     }));
-    bookForm.start.value = local(wall(info.start));
-    bookForm.end.value = local(wall(info.end));
+    bookForm.start.value = local(info.startStr);
+    bookForm.end.value = local(info.endStr);
     bookError.textContent = "";
     bookDialog.showModal();
   }
 
   // Booking without a drag (keyboards, phones): the same dialog, tomorrow 09:00-17:00 to start.
   document.getElementById("book-form-button").addEventListener("click", () => {
-    const day = new Date(config.tomorrow + "T00:00:00Z"); // the user's tomorrow, from the server
+    const day = hiveTime.addDays(hiveTime.today(), 1);
     pointerDown = null;
-    openBooking({ start: new Date(day.getTime() + 9 * 3600e3), end: new Date(day.getTime() + 17 * 3600e3), resource: { id: null } });
+    openBooking({ startStr: day + "T09:00:00", endStr: day + "T17:00:00", resource: { id: null } });
     bookForm.title.focus();
   });
 
@@ -163,7 +176,7 @@
     facts.replaceChildren();
     fact(facts, "Owner", shown.owner);
     fact(facts, "Status", shown.status_text);
-    fact(facts, "When", shown.start.replace("T", " ").slice(0, 16) + " – " + shown.end.replace("T", " ").slice(0, 16) + " (" + config.zone + ")");
+    fact(facts, "When", shown.start.replace("T", " ").slice(0, 16) + " – " + shown.end.replace("T", " ").slice(0, 16) + " (" + hiveTime.zone + ")");
     fact(facts, "GPUs", shown.devices.join(", "));
     fact(facts, "Description", shown.description);
     fact(facts, "Note", shown.note);

@@ -7,7 +7,6 @@
   const script = document.currentScript;
   const LAYOUT_URL = script.dataset.layoutUrl;
   const WS_PATH = script.dataset.wsPath;
-  const ZONE = script.dataset.zone; // the reader's, as the server wrote the page's times
   const CHARTS = JSON.parse(document.getElementById("dashboard-charts").textContent);
   let layout = JSON.parse(document.getElementById("dashboard-layout").textContent);
   const KEEP = 300; // points per live chart
@@ -85,6 +84,7 @@
         title: CHARTS[chart],
         width: 360,
         height: 160,
+        tzDate: window.hiveTime.wallDate, // the time axis in the reader's zone
         series: [{}].concat(labels.map((l, i) => ({ label: l, stroke: COLOURS[i % COLOURS.length] }))),
       }, data, holder);
     });
@@ -97,7 +97,7 @@
 
   function stateText(host) {
     let text = host.status_display;
-    if (host.last_seen) text += " · last seen " + window.hiveTime.withRelative(host.last_seen, ZONE);
+    if (host.last_seen) text += " · last seen " + window.hiveTime.withRelative(host.last_seen);
     else if (!host.up) text += " · never seen";
     return text;
   }
@@ -147,7 +147,7 @@
       const tr = el("tr", null, "lost");
       tr.appendChild(el("td", g.index));
       tr.appendChild(el("td", g.name));
-      const note = el("td", "GPU lost: not seen since " + window.hiveTime.withRelative(g.last_seen, ZONE), "error");
+      const note = el("td", "GPU lost: not seen since " + window.hiveTime.withRelative(g.last_seen), "error");
       note.colSpan = 4;
       tr.appendChild(note);
       gpus.appendChild(tr);

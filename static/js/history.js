@@ -24,7 +24,8 @@
     plots = [];
     box.textContent = "";
     const times = body.samples.map((s) => Date.parse(s.time) / 1000);
-    message.textContent = body.samples.length + " points (" + body.resolution + ")";
+    message.textContent = body.samples.length + " points (" + body.resolution + "), times in " +
+      window.hiveTime.zone;
     FIELDS.forEach(([field, title, colour]) => {
       const holder = document.createElement("div");
       holder.className = "chart";
@@ -33,6 +34,7 @@
       const values = body.samples.map((s) => s[field]);
       plots.push(new uPlot({
         title: title, width: 360, height: 160,
+        tzDate: window.hiveTime.wallDate, // the time axis in the reader's zone
         series: [{}, { label: title, stroke: colour }],
       }, [times, values], holder));
     });
