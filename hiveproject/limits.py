@@ -1,8 +1,9 @@
 """Bounds on every request, checked before a view (or the database) sees it.
 
-- A body larger than ``REQUEST_MAX_BODY_BYTES`` is refused with 413 before it is read: under
-  daphne by ``BodyLimit`` around the ASGI app (a declared length over the bound is answered at
-  once; an undeclared one is cut off at the bound), everywhere by ``RequestLimits``.
+- A body larger than ``REQUEST_MAX_BODY_BYTES`` is refused with 413 before it is read: by the
+  web server itself (hiveproject/webserver.py, which ``serve`` and the systemd unit run: daphne
+  would otherwise take in the whole body before the application sees any of it), and again by
+  ``BodyLimit`` around the ASGI app and ``RequestLimits`` in Django, for any other server.
 - A JSON body nested deeper than ``REQUEST_MAX_JSON_DEPTH`` is refused with 400: Python's
   parser recurses once per level and ends in ``RecursionError`` (a 500) near 1,000.
 - A JSON body holding NUL in any string, keys included, is refused with 400: PostgreSQL
@@ -22,12 +23,13 @@ _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _BRACKETS = re.compile(rb"[\[\]{}]")
 
 
-def too_large_answer() -> JsonResponse:
+def too_large_detail() -> str:
     limit = settings.REQUEST_MAX_BODY_BYTES
-    return JsonResponse(
-        {"detail": f"The request body is too large: at most {limit} bytes are accepted."},
-        status=413,
-    )
+    return f"The request body is too large: at most {limit} bytes are accepted."
+
+
+def too_large_answer() -> JsonResponse:
+    return JsonResponse({"detail": too_large_detail()}, status=413)
 
 
 def json_depth(body: bytes) -> int:

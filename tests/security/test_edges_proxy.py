@@ -30,11 +30,11 @@ ATTEMPTS = "3"  # LOGIN_ATTEMPTS of the servers under test
 
 
 def shipped_daphne_options() -> list[str]:
-    """daphne's options in the unit's ExecStart (between `-m daphne` and the application)."""
+    """daphne's options in the unit's ExecStart (between `-m MODULE` and the application)."""
     text = UNIT.read_text().replace("\\\n", " ")
     line = next(line for line in text.splitlines() if line.startswith("ExecStart="))
     argv = shlex.split(line.removeprefix("ExecStart="))
-    return argv[argv.index("daphne") + 1 : -1]
+    return argv[argv.index("-m") + 2 : -1]
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,10 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 from django.apps import apps
+from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.utils.module_loading import module_has_submodule
 
@@ -19,6 +21,7 @@ from monitoring.supervisor import (
 )
 
 ASGI_APP = "hiveproject.asgi:application"
+FILE_MAIL = "django.core.mail.backends.filebased.EmailBackend"
 
 
 def ensure_app_schedules() -> None:
@@ -32,14 +35,28 @@ def ensure_app_schedules() -> None:
             ensure()
 
 
-def run_daphne(bind: str, port: int) -> None:
-    """daphne, as `python -m daphne -b BIND -p PORT hiveproject.asgi:application` runs it."""
-    import setproctitle
-    from daphne.cli import CommandLineInterface
+def access_log_options(access_log: str) -> list[str]:
+    """daphne's options for its access log: a file (relative: in the data directory), the
+    console ("-"), or none (""), which takes -v 0: at its default verbosity daphne writes a
+    line per request to the console."""
+    if not access_log:
+        return ["-v", "0"]
+    if access_log == "-":
+        return ["--access-log", "-"]
+    return ["--access-log", str(Path(settings.HIVE_DATA_DIR) / access_log)]
 
-    argv = ["-b", bind, "-p", str(port), ASGI_APP]
+
+def run_daphne(bind: str, port: int, access_log: str = "") -> None:
+    """daphne, as `python -m hiveproject.webserver -b BIND -p PORT hiveproject.asgi:application`
+    runs it: with the bounds on request heads and bodies that nginx has (hiveproject.webserver),
+    since --bind may expose it directly."""
+    import setproctitle
+
+    from hiveproject.webserver import BoundedCommandLineInterface
+
+    argv = ["-b", bind, "-p", str(port), *access_log_options(access_log), ASGI_APP]
     setproctitle.setproctitle(" ".join(["daphne", *argv]))  # as `ps` showed it before the fork
-    CommandLineInterface().run(argv)
+    BoundedCommandLineInterface().run(argv)
 
 
 class Command(BaseCommand):
@@ -55,16 +72,26 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--bind", default="127.0.0.1", help="address to listen on")
         parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument(
+            "--access-log",
+            default=None,
+            help="where daphne writes a line per request: a file (relative: in the data "
+            "directory), - for the console, '' for none (default: the ACCESS_LOG setting)",
+        )
 
-    def handle(self, bind, port, **options):
+    def handle(self, bind, port, access_log=None, **options):
         check_apart()
         stopping = catch_stop_signals()  # before any child exists: none is left behind
         ensure_schedules()  # the probing loop's watchdog and history retention
         ensure_app_schedules()  # reminders and usage of reservations
         # Forked, it shares serve's copy of Django (bench/memory.py: 17 MiB less PSS); in a
         # process group of its own, so Ctrl-C reaches serve alone, which stops all in order.
-        web = ForkedChild(lambda: run_daphne(bind, port))
+        access_log = settings.ACCESS_LOG if access_log is None else access_log
+        web = ForkedChild(lambda: run_daphne(bind, port, access_log))
         self.stdout.write(f"Serving on http://{bind}:{port}/ (Ctrl-C to stop)")
+        if settings.EMAIL_BACKEND == FILE_MAIL:  # nobody receives it: the admin should know
+            self.stdout.write(f"Mail is not sent: each one is a file in {settings.EMAIL_FILE_PATH}"
+                              " (set EMAIL_HOST to send it)")  # fmt: skip
         workers = Supervisor()
 
         def web_exited():
