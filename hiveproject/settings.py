@@ -181,6 +181,17 @@ WSGI_APPLICATION = "hiveproject.wsgi.application"
 ASGI_APPLICATION = "hiveproject.asgi.application"
 
 DATABASE_URL = envstr("DATABASE_URL")
+# The embedded profile's SQLite: Django's, with writers queued in the process
+# (hiveproject/sqlite3). IMMEDIATE takes the write lock at BEGIN, so concurrent writers
+# queue on busy_timeout instead of failing with "database is locked" mid-transaction.
+EMBEDDED_SQLITE = {
+    "ENGINE": "hiveproject.sqlite3",
+    "OPTIONS": {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    },
+}
 if DATABASE_URL:
     # A pool per process: under ASGI every request runs in a thread of its own, so without a
     # bound 200 busy users opened more connections than PostgreSQL allows ("too many clients
@@ -193,19 +204,16 @@ if DATABASE_URL:
             "max_size": envint("DATABASE_POOL_SIZE", 20),
             "timeout": envfloat("DATABASE_POOL_TIMEOUT", 10),
         }
+    elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+        # A SQLite file named by URL (the tests' service processes, a moved data file) is
+        # run as the embedded one is: Django's plain backend would meet other processes'
+        # writers with "database is locked".
+        DATABASES["default"].update(EMBEDDED_SQLITE)
 else:
     DATABASES = {
         "default": {
-            # Django's SQLite, with writers queued in the process (hiveproject/sqlite3).
-            "ENGINE": "hiveproject.sqlite3",
+            **EMBEDDED_SQLITE,
             "NAME": HIVE_DATA_DIR / "hive.sqlite3",
-            "OPTIONS": {
-                # IMMEDIATE takes the write lock at BEGIN, so concurrent writers queue on
-                # busy_timeout instead of failing with "database is locked" mid-transaction.
-                "transaction_mode": "IMMEDIATE",
-                "timeout": 20,
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-            },
             # A file, not the in-memory default: tests run workers in threads and processes
             # against it, as production does (WAL, busy timeout, IMMEDIATE transactions).
             "TEST": {"NAME": str(HIVE_DATA_DIR / "test.sqlite3")},
@@ -304,14 +312,26 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",  # the default
+        "hiveproject.api_schema.empty_means_absent",
+    ],
 }
 # Sign-in attempts per username and address before the login form says "wait".
 LOGIN_ATTEMPTS = envint("LOGIN_ATTEMPTS", 5)
 LOGIN_ATTEMPT_WINDOW = envint("LOGIN_ATTEMPT_WINDOW", 300)
 
-EMAIL_BACKEND = envstr("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+# Mail goes over SMTP once EMAIL_HOST is set; until then each message is a file under
+# EMAIL_FILE_PATH that the admin can open (never the console, where it drowned the problems).
+EMAIL_BACKEND = envstr(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if envstr("EMAIL_HOST")
+    else "django.core.mail.backends.filebased.EmailBackend",
+)
+EMAIL_FILE_PATH = Path(envstr("EMAIL_FILE_PATH", str(HIVE_DATA_DIR / "mail")))
 DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "gpuhive@localhost")
-# SMTP (EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend); no user: no login.
+# SMTP (the backend once EMAIL_HOST is set); no user: no login.
 EMAIL_HOST = envstr("EMAIL_HOST", "localhost")
 EMAIL_PORT = envint("EMAIL_PORT", 25)
 EMAIL_HOST_USER = envstr("EMAIL_HOST_USER", "")
@@ -415,14 +435,22 @@ PROTECTION_ALLOWED_COMMANDS = envlist(
 )
 # Dotted paths, comma-separated, or a JSON list whose entries are dotted paths or
 # {"handler": dotted path, "options": {...}, "repeat_seconds": N}; see protection/handlers/.
+# By default the offender reads it on their terminal and in mail, and the booking's owner
+# on their own notification channels (mail and chat, as they chose them); every page also
+# shows owners the intrusions going on (protection.context_processors).
 VIOLATION_HANDLERS = envhandlers(
     "VIOLATION_HANDLERS",
     [
         "protection.handlers.terminal.write_to_terminals",
         "protection.handlers.email.EmailHandler",
+        "protection.handlers.notify.NotifyHandler",
     ],
 )
+TEMPLATES[0]["OPTIONS"]["context_processors"].append("protection.context_processors.intrusions")
 
+# `serve`'s access log, a line per request: "" none (the console keeps to problems and a
+# summary), "-" the console, else a file (relative: in HIVE_DATA_DIR). `serve --access-log`.
+ACCESS_LOG = envstr("ACCESS_LOG", "")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -534,10 +562,24 @@ METRICS_EXTRA_COLLECTORS = envlist("METRICS_EXTRA_COLLECTORS", "accounting.metri
 
 # --- Fair use: notifications (notifications/) --------------------------------------------
 # A failed delivery is retried after NOTIFY_RETRY_SECONDS, doubling each time (at most an
-# hour), and given up after NOTIFY_MAX_ATTEMPTS tries; one webhook call waits this long.
+# hour), and given up after NOTIFY_MAX_ATTEMPTS tries. A webhook call waits at most
+# NOTIFY_CONNECT_TIMEOUT to connect and NOTIFY_SEND_TIMEOUT for each read of the answer.
 NOTIFY_RETRY_SECONDS = envint("NOTIFY_RETRY_SECONDS", 30)
 NOTIFY_MAX_ATTEMPTS = envint("NOTIFY_MAX_ATTEMPTS", 6)
-NOTIFY_SEND_TIMEOUT = envfloat("NOTIFY_SEND_TIMEOUT", 10.0)
+NOTIFY_SEND_TIMEOUT = envfloat("NOTIFY_SEND_TIMEOUT", 5.0)
+NOTIFY_CONNECT_TIMEOUT = envfloat("NOTIFY_CONNECT_TIMEOUT", 3.0)
+# Webhooks may go to internal addresses (loopback, private networks, ...) only when listed
+# here: host names (mattermost.lab.example) or networks (10.20.0.0/16, 10.20.0.7, fd12::/64).
+NOTIFY_ALLOWED_TARGETS = envlist("NOTIFY_ALLOWED_TARGETS", "")
+# Channels one user may have (mail included).
+NOTIFY_MAX_CHANNELS = envint("NOTIFY_MAX_CHANNELS", 10)
+# Deliveries are sent by a process of their own (the supervisor's notifications sender), on
+# this many threads, at most NOTIFY_SENDS_PER_USER at once for one user's channels.
+NOTIFY_SENDER_THREADS = envint("NOTIFY_SENDER_THREADS", 4)
+NOTIFY_SENDS_PER_USER = envint("NOTIFY_SENDS_PER_USER", 2)
+# /healthz fails when a delivery has been due for longer than this (the sender is not
+# keeping up, or not running).
+NOTIFY_BACKLOG_SECONDS = envint("NOTIFY_BACKLOG_SECONDS", 300)
 # Owners are told once when their queued job has waited this many hours (0: never).
 QUEUE_NOTIFY_WAITING_HOURS = envfloat("QUEUE_NOTIFY_WAITING_HOURS", 6.0)
 
@@ -561,6 +603,15 @@ REQUEST_MAX_BODY_BYTES = envint("REQUEST_MAX_BODY_BYTES", 2 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
 # JSON nested deeper than this is refused with 400 (Python's parser fails near 1,000 levels).
 REQUEST_MAX_JSON_DEPTH = envint("REQUEST_MAX_JSON_DEPTH", 32)
+# The web server's bounds on a request's head (hiveproject/webserver.py), as the shipped nginx
+# site has them: one line (request line or header field) at most 8 KiB (large_client_header_
+# buffers 4 8k: 414 or 431 beyond), the whole head at most 32 KiB and 100 fields (431), the
+# head within 60 s and no pause over 60 s in a body or between requests (client_header_timeout,
+# client_body_timeout).
+REQUEST_MAX_HEADER_LINE_BYTES = envint("REQUEST_MAX_HEADER_LINE_BYTES", 8 * 1024)
+REQUEST_MAX_HEADER_BYTES = envint("REQUEST_MAX_HEADER_BYTES", 32 * 1024)
+REQUEST_MAX_HEADERS = envint("REQUEST_MAX_HEADERS", 100)
+REQUEST_READ_TIMEOUT = envfloat("REQUEST_READ_TIMEOUT", 60.0)
 # Ids in one list (GPUs of a booking, tasks of a bulk action) and tasks in one job (rows, grid
 # combinations, nodes, queued tasks): a 10,000-task job took minutes and stalled other users.
 API_MAX_IDS = envint("API_MAX_IDS", 1000)

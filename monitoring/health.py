@@ -1,11 +1,12 @@
 """``/healthz`` for monitors and load balancers: the database, the task broker, how old the
-last probing cycle is and how old the last task a worker finished. JSON; 200 when all is
-well, 503 otherwise. Open to anyone (monitors have no account): it tells ages and yes/no,
-never an error's text, host names or addresses."""
+last probing cycle is and how old the last task a worker finished, and the notifications'
+backlog. JSON; 200 when all is well, 503 otherwise. Open to anyone (monitors have no
+account): it tells ages, counts and yes/no, never an error's text, host names or addresses."""
 
 import logging
 
 from django.conf import settings
+from django.core import checks as dj_checks
 from django.db import connection
 from django.db.models import Max
 from django.http import JsonResponse
@@ -13,6 +14,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
+from .dbversion import UPGRADE_TAG
 from .loop import LOOP_ACTIVITY
 from .models import Activity, WorkerCluster
 
@@ -27,6 +29,8 @@ def healthz(request):
     checks["broker"] = {"ok": _broker_answers(database=checks["database"]["ok"])}
     for name, when in _last_times(checks["database"]["ok"]).items():
         checks[name] = _fresh(when)
+    checks["deliveries"] = _deliveries(checks["database"]["ok"])
+    checks["upgrade"] = _upgrade(checks["database"]["ok"])
     healthy = all(check["ok"] for check in checks.values())
     body = {"status": "ok" if healthy else "failing", "checks": checks}
     return JsonResponse(body, status=200 if healthy else 503)
@@ -70,6 +74,38 @@ def _last_times(database: bool) -> dict:
     except Exception as exc:
         log.warning("healthz: reading the heartbeat failed: %s", exc)
         return {"probe": None, "tasks": None}
+
+
+def _deliveries(database: bool) -> dict:
+    """The notifications' backlog. Failing only when a delivery has been due longer than
+    NOTIFY_BACKLOG_SECONDS and no sender reported within that time: one user's dead
+    webhooks wait their turn behind a working sender (notifications.sender), and must not
+    make the service look down."""
+    if not database:
+        return {"ok": False}
+    from notifications.send import backlog
+    from notifications.sender import ACTIVITY
+
+    try:
+        found = backlog()
+        beat = Activity.objects.filter(name=ACTIVITY).aggregate(t=Max("last_success_at"))["t"]
+    except Exception as exc:
+        log.warning("healthz: reading the notifications' backlog failed: %s", exc)
+        return {"ok": False}
+    limit = settings.NOTIFY_BACKLOG_SECONDS
+    overdue = (found["oldest_due_seconds"] or 0) > limit
+    sender_alive = beat is not None and (timezone.now() - beat).total_seconds() <= limit
+    return {"ok": not overdue or sender_alive, **found}
+
+
+def _upgrade(database: bool) -> dict:
+    """Failing when this code must not run on the database (a newer version migrated it);
+    the count of what an upgrade left for the admin (``manage.py doctor`` names them)."""
+    if not database:
+        return {"ok": False}
+    issues = dj_checks.run_checks(tags=[UPGRADE_TAG], databases=["default"])
+    serious = sum(issue.level >= dj_checks.ERROR for issue in issues)
+    return {"ok": not serious, "left_for_admin": len(issues) - serious}
 
 
 def _fresh(when) -> dict:

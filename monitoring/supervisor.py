@@ -42,7 +42,7 @@ from django_q.signals import post_execute_in_worker, post_spawn, pre_execute
 from audit.log import record
 
 from . import lease
-from .cluster import ForkedCluster
+from .cluster import ForkedChild, ForkedCluster
 from .loop import LOOP_ACTIVITY
 from .models import Activity, WorkerCluster
 
@@ -183,6 +183,8 @@ class Supervisor:
         # Quiet this long (no task finished): queue a heartbeat task, so that work is due.
         self.beat_after = max(2 * float(settings.MONITORING_INTERVAL), 2.0, self.stall / 5)
         self.cluster: ForkedCluster | None = None
+        # Notifications are sent apart from the cluster (notifications.sender).
+        self.sender: ForkedChild | None = None
         self.state_dir: Path | None = None
         self.restarts = 0
         self.done_before = 0  # tasks finished by the clusters this one replaced
@@ -197,11 +199,14 @@ class Supervisor:
             WorkerCluster.objects.filter(last_check_at__lt=timezone.now() - KEEP_STOPPED).delete()
         except DatabaseError:
             pass
+        self._start_sender()  # first: titled by the time anyone looks for the cluster
         self._start_cluster()
         self._probe_at_once()
 
     def stop(self) -> None:
         """Stop the cluster (and wait for all its processes); the supervisor is done."""
+        if self.sender is not None:
+            stop_group(self.sender, self.grace, signal.SIGTERM)
         if self.cluster is not None:
             self._stop_cluster()
         self._save_row(stopped_at=timezone.now())
@@ -220,6 +225,7 @@ class Supervisor:
     def check(self) -> None:
         """One look at the cluster: restart it if it exited or stalled; keep the heartbeat."""
         close_old_connections()  # a long-lived process: drop connections a restart cut
+        self._keep_sender()
         code = self.cluster.poll()
         if code is not None:
             # One that cannot even start (bad settings) is retried once per stall period,
@@ -306,6 +312,26 @@ class Supervisor:
         self.due_since = None
         self.last_beat = 0.0
 
+    def _start_sender(self) -> None:
+        from notifications.sender import run_process
+
+        self.sender = ForkedChild(run_process)
+        self.sender_started = time.time()
+
+    def _keep_sender(self) -> None:
+        """A sender that exited is started again (at most once per stall period), and why
+        is recorded: notifications must not stop silently."""
+        code = self.sender.poll()
+        if code is None or time.time() - self.sender_started < self.stall:
+            return
+        reason = f"the notifications sender exited (code {code}); started again"
+        log.error("workers: %s", reason)
+        try:
+            lease.record_failure(ACTIVITY, f"{self.name}: {reason}")
+        except DatabaseError:
+            pass
+        self._start_sender()
+
     def _stop_cluster(self) -> None:
         members = set(group_members(self.cluster.pid))
         self.done_before += self.read_state().done
@@ -380,8 +406,10 @@ def check_apart() -> None:
     long-lived command (serve, workers) starts anything. Checking imports every URL, view
     and admin module: about 30 MiB that the command, which only supervises, would otherwise
     hold for the service's whole life. Warnings and errors reach the console (stderr) as
-    before; failed checks stop the start."""
-    done = subprocess.run([sys.executable, str(MANAGE), "check"], stdout=subprocess.DEVNULL)
+    before; failed checks stop the start. With the database's checks: a database that a newer
+    version migrated stops it too (monitoring.dbversion)."""
+    argv = [sys.executable, str(MANAGE), "check", "--database", "default"]
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL)
     if done.returncode:
         raise CommandError("the system checks above failed; nothing was started")
 

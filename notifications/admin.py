@@ -1,5 +1,5 @@
-"""Deliveries in the admin (read-only): what was told to whom, and what failed; failed ones
-can be tried again once the cause is fixed."""
+"""Deliveries in the admin (read-only): what was told to whom, what failed, and the backlog
+the sender has yet to send; failed ones can be tried again once the cause is fixed."""
 
 from django.contrib import admin
 
@@ -19,6 +19,11 @@ class DeliveryAdmin(admin.ModelAdmin):
               "created", "sent_at"]  # fmt: skip
     readonly_fields = fields
     actions = ["try_again"]
+
+    def changelist_view(self, request, extra_context=None):
+        """The backlog above the list: what waits, and for how long the oldest has."""
+        extra_context = {**(extra_context or {}), "backlog": send.backlog()}
+        return super().changelist_view(request, extra_context)
 
     def has_add_permission(self, request):
         return False

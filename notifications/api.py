@@ -4,8 +4,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import exceptions, serializers, viewsets
 from rest_framework.permissions import IsAuthenticated
 
-from .forms import check_target
-from .models import EVENTS, Channel
+from .models import EVENTS, Channel, check_room, check_target
 
 
 class ChannelSerializer(serializers.ModelSerializer):
@@ -25,8 +24,11 @@ class ChannelSerializer(serializers.ModelSerializer):
         target = attrs.get("target", getattr(self.instance, "target", ""))
         try:
             check_target(kind, target)
+            if self.instance is None:
+                check_room(self.context["request"].user.pk)
         except DjangoValidationError as exc:
-            raise exceptions.ValidationError(exc.message_dict) from None
+            errors = exc.message_dict if hasattr(exc, "error_dict") else exc.messages
+            raise exceptions.ValidationError(errors) from None
         return attrs
 
 

@@ -1,9 +1,7 @@
-"""A channel as its owner edits it: kind, target, events wanted."""
-
-from urllib.parse import urlsplit
+"""A channel as its owner edits it: kind, target, events wanted. The rules are the
+model's (Channel.clean): what it may point at, and how many one user may have."""
 
 from django import forms
-from django.core.validators import validate_email
 
 from .models import EVENTS, Channel
 
@@ -20,21 +18,7 @@ class ChannelForm(forms.ModelForm):
             "target": "The webhook's URL (https://…), or for mail an address (empty: yours)."
         }
 
-    def clean(self):
-        data = super().clean()
-        check_target(data.get("kind"), data.get("target", ""))
-        return data
-
-
-def check_target(kind: str | None, target: str) -> None:
-    """The one check of a channel's target, for the page and the API."""
-    if kind == Channel.Kind.EMAIL:
-        if target:
-            try:
-                validate_email(target)
-            except forms.ValidationError:
-                raise forms.ValidationError({"target": "Enter a mail address."}) from None
-        return
-    parts = urlsplit(target or "")
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise forms.ValidationError({"target": "Enter the webhook's http(s):// URL."})
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if user is not None:  # a new channel's owner, for the cap on channels
+            self.instance.user = user

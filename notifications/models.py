@@ -1,7 +1,11 @@
 """A user's channels (mail, chat webhooks) with the events each wants, and each delivery."""
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import models
+
+from .targets import TargetRefused, check_url
 
 # The events other apps send (notifications.send.notify); key -> what people read.
 EVENTS = {
@@ -50,10 +54,42 @@ class Channel(models.Model):
     def __str__(self):
         return f"{self.get_kind_display()} of {self.user}"
 
+    def clean(self):
+        """The channel's rules for every form that saves one (the API calls the same)."""
+        check_target(self.kind, self.target)
+        if self.pk is None and self.user_id is not None:
+            check_room(self.user_id)
+
     @property
     def failing(self) -> bool:
         return bool(self.last_error_at) and (
             self.last_success_at is None or self.last_success_at < self.last_error_at
+        )
+
+
+def check_target(kind: str | None, target: str) -> None:
+    """The one check of a channel's target: a mail address, or a webhook URL the lab
+    allows (notifications.targets; checked again at each delivery)."""
+    if kind == Channel.Kind.EMAIL:
+        if target:
+            try:
+                validate_email(target)
+            except ValidationError:
+                raise ValidationError({"target": "Enter a mail address."}) from None
+        return
+    try:
+        check_url(target, unresolved_ok=True)
+    except TargetRefused as exc:
+        raise ValidationError({"target": str(exc)}) from None
+
+
+def check_room(user_id: int) -> None:
+    """One user's channels are capped (NOTIFY_MAX_CHANNELS): each is work for the sender."""
+    cap = settings.NOTIFY_MAX_CHANNELS
+    if Channel.objects.filter(user_id=user_id).count() >= cap:
+        raise ValidationError(
+            f"You have {cap} channels, the most one user may have (NOTIFY_MAX_CHANNELS): "
+            "remove one first."
         )
 
 

@@ -1,24 +1,11 @@
-"""The scheduled work of notifications (django-q2), registered by `manage.py serve`."""
+"""The scheduled work of notifications: none any more. Deliveries (first tries and retries)
+are sent by the notifications sender, a process of its own (notifications.sender); the
+retry schedule that ran on the shared workers is removed where an earlier version left it."""
 
-from monitoring import lease
-from monitoring.loop import ensure_minute_schedules
+from django_q.models import Schedule
 
-from . import send
-
-ACTIVITY = "notifications"
-SCHEDULES = {"notifications: retries": ("notifications.schedules.run_retries", 1)}
+OLD_SCHEDULES = ["notifications: retries"]
 
 
 def ensure_schedules() -> None:
-    ensure_minute_schedules(SCHEDULES)
-
-
-def run_retries() -> str:
-    try:
-        sent = send.retry_due()
-    except Exception as exc:
-        lease.record_failure(ACTIVITY, exc)
-        raise
-    summary = f"{sent} notification(s) sent on retry"
-    lease.record_success(ACTIVITY, summary)
-    return summary
+    Schedule.objects.filter(name__in=OLD_SCHEDULES).delete()

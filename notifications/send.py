@@ -1,5 +1,7 @@
-"""Telling people: notify() records one delivery per channel, and each is sent at once by
-the caller (a worker), then retried with backoff by a schedule until sent or given up.
+"""Telling people: notify() records one delivery per channel; the notifications sender (a
+process of its own, notifications.sender) sends what is due, and again with backoff after a
+failure, until sent or given up. Whoever reports an event (a worker ending a job, starting a
+queued one, checking protection) never waits for a webhook.
 
 Never twice: a delivery is claimed by a conditional UPDATE (pending and due -> sending)
 that only one sender wins, and the unique (channel, key) refuses a second delivery of the
@@ -12,13 +14,15 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Min, Q
 from django.utils import timezone
 
 from .models import EVENTS, Channel, Delivery
+from .targets import Undelivered
 
 log = logging.getLogger(__name__)
 State = Delivery.State
+STUCK_SECONDS = 600
 
 
 def channels_for(user, event: str, chat_only: bool = False) -> list[Channel]:
@@ -34,36 +38,53 @@ def channels_for(user, event: str, chat_only: bool = False) -> list[Channel]:
 
 def notify(user, event: str, key: str, subject: str, text: str, link: str = "", *,
            chat_only: bool = False) -> int:  # fmt: skip
-    """Tell ``user`` about one event on each channel that wants it; returns how many sent.
+    """Tell ``user`` about one event on each channel that wants it; returns how many
+    deliveries were recorded (the sender sends them).
 
     ``chat_only``: for events another path already mails (protection's EmailHandler)."""
     if event not in EVENTS:
         raise ValueError(f"unknown event {event!r}")
-    created = []
+    recorded = 0
     for channel in channels_for(user, event, chat_only):
         try:
             with transaction.atomic():
-                created.append(
-                    Delivery.objects.create(
-                        channel=channel, event=event, key=key[:200], subject=subject[:255],
-                        text=text, link=link, next_try_at=timezone.now(),
-                    )
+                Delivery.objects.create(
+                    channel=channel, event=event, key=key[:200], subject=subject[:255],
+                    text=text, link=link, next_try_at=timezone.now(),
                 )  # fmt: skip
         except IntegrityError:
             continue  # this event was told on this channel already
-    return sum(deliver(d.pk) for d in created)
+        recorded += 1
+    return recorded
 
 
 def due():
-    stuck = timezone.now() - timedelta(seconds=settings.NOTIFY_SEND_TIMEOUT * 2)
+    # A sender that died mid-send leaves "sending": taken up again after a while. The while
+    # is long: a send has no overall deadline (each read has one), and one taken up again
+    # while still being sent would be told twice.
+    stuck = timezone.now() - timedelta(seconds=STUCK_SECONDS)
     waiting = Q(state=State.PENDING, next_try_at__lte=timezone.now())
-    # A sender that died mid-send leaves "sending": taken up again after a while.
     return Delivery.objects.filter(waiting | Q(state=State.SENDING, next_try_at__lte=stuck))
 
 
-def retry_due() -> int:
-    """The schedule: send what is due again; returns how many went out."""
+def send_due() -> int:
+    """Send what is due, one after the other, here; returns how many went out. (The sender
+    sends concurrently, fairly between users: notifications.sender.)"""
     return sum(deliver(pk) for pk in due().values_list("pk", flat=True)[:200])
+
+
+def backlog() -> dict:
+    """What waits to be sent, for /healthz and the admin: deliveries due now (and how long
+    the oldest has been due), being sent, and waiting for a retry."""
+    now = timezone.now()
+    pending = Delivery.objects.filter(state=State.PENDING)
+    oldest = pending.filter(next_try_at__lte=now).aggregate(t=Min("next_try_at"))["t"]
+    return {
+        "due": pending.filter(next_try_at__lte=now).count(),
+        "oldest_due_seconds": round((now - oldest).total_seconds(), 1) if oldest else None,
+        "sending": Delivery.objects.filter(state=State.SENDING).count(),
+        "retrying": pending.filter(next_try_at__gt=now).count(),
+    }
 
 
 def try_again(deliveries) -> int:
@@ -92,20 +113,39 @@ def deliver(delivery_id: int) -> bool:
 
 
 def failed(delivery: Delivery, exc: Exception) -> None:
+    """Record a failed try where the channel's owner (and the admin) see it, in words fit
+    for the owner (webhooks.failure); the log has the details. The channel's other waiting
+    deliveries wait as long as this one: a dead webhook is tried once per backoff, not once
+    per event."""
     attempts = delivery.attempts + 1
     given_up = attempts >= settings.NOTIFY_MAX_ATTEMPTS
     backoff = min(settings.NOTIFY_RETRY_SECONDS * 2 ** (attempts - 1), 3600)
-    message = f"{type(exc).__name__}: {exc}"[:1000]
+    retry_at = timezone.now() + timedelta(seconds=backoff)
+    message = failure(exc)[:1000]
     Delivery.objects.filter(pk=delivery.pk).update(
         state=State.FAILED if given_up else State.PENDING,
         attempts=attempts,
         last_error=message,
-        next_try_at=timezone.now() + timedelta(seconds=backoff),
+        next_try_at=retry_at,
     )
+    waiting = Delivery.objects.filter(channel_id=delivery.channel_id, state=State.PENDING)
+    waiting.filter(next_try_at__lt=retry_at).exclude(pk=delivery.pk).update(next_try_at=retry_at)
     Channel.objects.filter(pk=delivery.channel_id).update(
         last_error=message, last_error_at=timezone.now()
     )
-    log.warning("notification %s on %s failed: %s", delivery.key, delivery.channel, message)
+    cause = exc.__cause__ or exc  # the webhook's own failure, for the admin
+    log.warning(
+        "notification %s on %s failed: %s (%s: %s)", delivery.key, delivery.channel, message,
+        type(cause).__name__, cause,
+    )  # fmt: skip
+
+
+def failure(exc: Exception) -> str:
+    """What the channel's owner reads: a webhook's own words (webhooks.Undelivered), or the
+    mail failure's."""
+    if isinstance(exc, Undelivered):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
 
 
 # --- the channels -------------------------------------------------------------------------
@@ -140,20 +180,9 @@ def payload(delivery: Delivery) -> dict:
 
 
 def post_json(delivery: Delivery) -> None:
-    url = delivery.channel.target
-    if not url.startswith(("http://", "https://")):  # checked on input too: never file: etc.
-        raise ValueError("a webhook URL must start with http:// or https://")
-    import httpx  # here, not at the top: every worker imports this module, few send webhooks
+    from .webhooks import post  # here: httpx is for the sender, not every worker importing this
 
-    response = httpx.post(
-        url,
-        json=payload(delivery),
-        headers={"User-Agent": "gpuhive-notifications"},
-        timeout=settings.NOTIFY_SEND_TIMEOUT,
-    )
-    response.raise_for_status()  # redirects are not followed: a 3xx is a failure too
-    if response.status_code >= 300:
-        raise OSError(f"HTTP {response.status_code} from the webhook")
+    post(delivery.channel.target, payload(delivery))
 
 
 SENDERS = {

@@ -11,11 +11,9 @@ from .models import EVENTS, Channel, Delivery
 
 @login_required
 def channels_page(request):
-    form = ChannelForm(request.POST or None, initial={"events": list(EVENTS)})
+    form = ChannelForm(request.POST or None, initial={"events": list(EVENTS)}, user=request.user)
     if request.method == "POST" and form.is_valid():
-        channel = form.save(commit=False)
-        channel.user = request.user
-        channel.save()
+        channel = form.save()
         messages.success(request, f"{channel.get_kind_display()} channel added.")
         return redirect("notifications")
     return render(request, "notifications/channels.html", page_context(request, form),

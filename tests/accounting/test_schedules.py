@@ -12,11 +12,12 @@ from queueing import schedules as queueing
 def test_the_schedules_are_registered_once_and_record_their_runs(db):
     ensure_app_schedules()
     ensure_app_schedules()
-    mine = {**accounting.SCHEDULES, **notifications.SCHEDULES, **queueing.SCHEDULES}
-    assert Schedule.objects.filter(name__in=mine).count() == 3
+    mine = {**accounting.SCHEDULES, **queueing.SCHEDULES}
+    assert Schedule.objects.filter(name__in=mine).count() == 2
+    # Retries are the notifications sender's now (notifications.sender): the old schedule goes.
+    assert not Schedule.objects.filter(name__in=notifications.OLD_SCHEDULES).exists()
     for run, activity in [
         (accounting.run_rollup, accounting.ACTIVITY),
-        (notifications.run_retries, notifications.ACTIVITY),
         (queueing.run_waiting_notices, queueing.ACTIVITY),
     ]:
         run()

@@ -20,6 +20,7 @@ from audit.models import AuditEvent
 from fairuse.models import IdleNotice
 from monitoring.loop import ProbeLoop
 from monitoring.models import Device
+from notifications.send import send_due
 from reservations.models import Reservation
 from reservations.services import create_reservation
 from tests.fairuse.conftest import gpu_row
@@ -71,12 +72,14 @@ def test_an_idle_booking_is_warned_then_released_and_recorded(lab, owner):
     loop, fake = lab
     booking = book(owner, UUID0, UUID1)
     probe_once(loop)  # both GPUs idle: warned
+    send_due()  # as the notifications sender would
     notice = IdleNotice.objects.get()
     assert notice.state == State.WARNED and notice.devices.count() == 2
     assert [m.to for m in mail.outbox] == [["owner@example.org"]]
     assert "hive keep" in mail.outbox[0].body
     assert reverse("fairuse-keep", args=[booking.pk]) in mail.outbox[0].body
     probe_once(loop)  # still idle after the grace: the booking ends now
+    send_due()
     notice.refresh_from_db()
     booking.refresh_from_db()
     assert notice.state == State.RELEASED and booking.end <= timezone.now()
@@ -89,6 +92,7 @@ def test_an_idle_booking_is_warned_then_released_and_recorded(lab, owner):
     )
     assert actions == ["reservation.idle_warned", "reservation.idle_released"]
     probe_once(loop)  # over: nothing more happens
+    send_due()
     assert IdleNotice.objects.count() == 1 and len(mail.outbox) == 2
 
 

@@ -113,7 +113,11 @@ def cluster_of(supervisor: int) -> tuple[int, Path] | tuple[None, None]:
     (as daphne, under serve, does too); the directory is named after the supervisor, and
     only the running cluster's exists."""
     alive = set(session_members(supervisor))  # zombies left out
-    leaders = [p for p in children(supervisor) if p in alive and pgid(p) == p and not is_daphne(p)]
+    leaders = [
+        p
+        for p in children(supervisor)
+        if p in alive and pgid(p) == p and not is_daphne(p) and not is_sender(p)
+    ]
     pid = leaders[0] if leaders else None
     found = sorted(Path(tempfile.gettempdir()).glob(f"hive-workers-{supervisor}-*"))
     return (pid, found[0]) if pid and len(found) == 1 else (None, None)
@@ -131,6 +135,14 @@ def cluster_workers(supervisor: int) -> list[int]:
 def is_daphne(pid: int) -> bool:
     try:
         return b"daphne" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def is_sender(pid: int) -> bool:
+    """The notifications sender (notifications.sender), the supervisor's other child."""
+    try:
+        return b"notifications sender" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
 

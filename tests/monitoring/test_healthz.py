@@ -14,7 +14,7 @@ from monitoring.models import Activity, WorkerCluster
 from tests.realparts import free_port
 from tests.security.conftest import Daphne, service_env
 
-CHECKS = {"database", "broker", "probe", "tasks"}
+CHECKS = {"database", "broker", "probe", "tasks", "deliveries", "upgrade"}
 
 
 @pytest.fixture

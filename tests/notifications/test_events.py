@@ -11,6 +11,7 @@ from jobs import services as job_services
 from jobs.models import Job, Task
 from monitoring.models import Device, Host
 from notifications.models import Channel, Delivery
+from notifications.send import send_due
 from queueing.models import QueuedJob, QueueRun
 from queueing.scheduler import tell_started
 
@@ -39,9 +40,10 @@ def job(owner):
 def test_a_job_is_told_ended_once_its_last_task_ended(inline, hook, receiver, job):
     first, second = job.tasks.all()
     job_services._finish(first, Task.Status.EXITED, exit_code=0)
-    assert receiver.received == []  # the other task still runs
+    assert send_due() == 0  # the other task still runs
     job_services._finish(second, Task.Status.EXITED, exit_code=3)
     job_services._finish(second, Task.Status.EXITED, exit_code=3)  # seen again: no effect
+    assert send_due() == 1
     ((_, body),) = receiver.received
     assert body["event"] == "job_ended" and "'sweep' ended: failed" in body["subject"]
     assert f"task {first.pk} on node-1: exit code 0" in body["text"]
@@ -56,6 +58,7 @@ def test_a_queued_jobs_start_is_told(hook, receiver, job, owner):
     run = QueueRun.objects.create(queued_job=queued, job=job, gpus=1)
     assert tell_started(run.pk) == 1
     assert tell_started(run.pk) == 0  # a retry of the task tells nobody twice
+    assert send_due() == 1
     ((_, body),) = receiver.received
     assert body["event"] == "queued_started"
     assert body["text"] == "'sweep' started on node-1:0 after waiting 42 min."
@@ -76,6 +79,7 @@ def test_a_booking_reminder_reaches_chat_too_once(receiver, owner, settings):
     )
     assert reminders.send_due()["starts"] == 1
     assert reminders.send_due()["starts"] == 0
+    assert send_due() == 1
     ((_, body),) = receiver.received
     assert body["text"].startswith("Your reservation 'run' starts soon\n'run' starts")
 
@@ -90,6 +94,7 @@ def test_a_long_wait_is_told_once_with_its_reasons(hook, receiver, owner, other_
     QueuedJob.objects.create(owner=owner, name="recent")
     assert tell_long_waits() == 1
     assert tell_long_waits() == 0
+    assert send_due() == 1
     ((_, body),) = receiver.received
     assert body["event"] == "queued_waiting"
     assert body["text"] == (
