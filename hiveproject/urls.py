@@ -14,6 +14,7 @@ import notifications.urls
 import protection.urls
 import queueing.urls
 import reservations.urls
+from hiveproject.favicon import FaviconView
 from monitoring import api as monitoring_api
 
 # The admin's login says when a name is locked, as the site's does (apitokens.signin).
@@ -39,6 +40,7 @@ for app_urls in (
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("favicon.ico", FaviconView.as_view()),
     # Login forms that say when a name is locked after failed sign-ins (apitokens.signin).
     path("accounts/login/", apitokens.views.sign_in, name="login"),
     path("api-auth/login/", apitokens.views.api_sign_in),

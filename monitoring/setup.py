@@ -1,6 +1,8 @@
 """First-run set-up steps shared by `manage.py init` and the serve script."""
 
+import os
 import secrets
+import socket
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -31,6 +33,30 @@ def write_site_settings(public_url: str) -> Path:
     ]
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def configured_public_url() -> str:
+    """PUBLIC_URL as the environment or hive.env sets it; "" while it is the built-in default."""
+    if os.environ.get("PUBLIC_URL"):
+        return os.environ["PUBLIC_URL"]
+    path = Path(settings.HIVE_DATA_DIR) / "hive.env"
+    lines = path.read_text().splitlines() if path.is_file() else []
+    values = dict(line.strip().partition("=")[::2] for line in lines if "=" in line)
+    return values.get("PUBLIC_URL", "").strip()
+
+
+def served_url(bind: str, port: int) -> str:
+    """The URL of the address `serve` listens on: this machine's name when it listens on all
+    addresses, localhost on the loopback one."""
+    if bind in ("", "0.0.0.0", "::"):  # noqa: S104 (read, not bound)
+        host = socket.getfqdn()
+    elif bind in ("127.0.0.1", "::1", "localhost"):
+        host = "localhost"
+    else:
+        host = bind
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    return f"http://{host}" + ("" if port == 80 else f":{port}")
 
 
 def create_first_admin(username: str, email: str, password: str | None) -> tuple[object, str]:

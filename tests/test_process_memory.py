@@ -138,7 +138,8 @@ def test_under_serve_the_web_process_is_forked_from_it_and_loads_no_ssh_library(
         web = [pid for pid in children(serve.proc.pid) if is_daphne(pid)]
         assert len(web) == 1, web
         title = Path(f"/proc/{web[0]}/cmdline").read_bytes()
-        assert title.startswith(f"daphne -b 127.0.0.1 -p {port} hiveproject.asgi".encode())
+        # As `python -m daphne` shows it (-v 0: no access log on the console).
+        assert title.startswith(f"daphne -b 127.0.0.1 -p {port} -v 0 hiveproject.asgi".encode())
         # Pages serve wrote (Django, the apps) are mapped by the web process too; daphne
         # started as a new interpreter shares none of them.
         assert shared_dirty_mib(web[0]) >= 10

@@ -1,8 +1,10 @@
 """Tell the reservation's owner ("someone is on your GPU") and the offender ("you are on
-someone's GPU") on their notification channels, once per violation.
+someone's GPU") on their notification channels, once per violation. Each person's channels
+and the events they chose on the notifications page decide where it goes.
 
-Option ``with_mail`` (False): also their mail channels; off by default because
-``EmailHandler`` already mails, so this handler adds the chat channels.
+Options: ``owner_mail`` (True): the owner's mail channels too, as ``EmailHandler`` mails
+owners only with ``to_owner``; ``offender_mail`` (False): the offender's mail channels too,
+off because ``EmailHandler`` already mails offenders (rate-limited); ``with_mail``: sets both.
 """
 
 from notifications.send import notify
@@ -12,9 +14,11 @@ from . import Handler, Skip, texts
 
 
 class NotifyHandler(Handler):
-    def __init__(self, name="", with_mail=False):
+    def __init__(self, name="", owner_mail=True, offender_mail=False, with_mail=None):
         super().__init__(name)
-        self.chat_only = not with_mail
+        if with_mail is not None:  # the older option, for both people at once
+            owner_mail = offender_mail = bool(with_mail)
+        self.owner_mail, self.offender_mail = bool(owner_mail), bool(offender_mail)
 
     def handle(self, violation: Violation) -> str:
         subject = f"GPU Hive: {violation.offender_name} on {texts.gpu_text(violation)}"
@@ -23,12 +27,12 @@ class NotifyHandler(Handler):
         if owner is not None and owner != offender:
             key = f"violation-{violation.pk}-owner"
             if notify(owner, "intruder", key, subject, texts.to_owner(violation),
-                      chat_only=self.chat_only):  # fmt: skip
+                      chat_only=not self.owner_mail):  # fmt: skip
                 told.append(owner.get_username())
         if offender is not None:
             key = f"violation-{violation.pk}-offender"
             if notify(offender, "on_others_gpu", key, subject, texts.to_offender(violation),
-                      chat_only=self.chat_only):  # fmt: skip
+                      chat_only=not self.offender_mail):  # fmt: skip
                 told.append(offender.get_username())
         if not told:
             raise Skip("nobody to tell (no channel wants this, or told already)")

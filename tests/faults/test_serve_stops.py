@@ -3,9 +3,11 @@ is, and Ctrl-C (SIGINT), SIGTERM or a closed terminal (SIGHUP) stops the web app
 worker process, within 15 s, before `serve` returns. Before, `serve` waited for the cluster's
 top process only, and qcluster workers went on probing for 30-180 s with their parent gone."""
 
+import re
 import signal
 import time
 
+import httpx
 import pytest
 from django.conf import settings as django_settings
 from django.utils import timezone
@@ -70,13 +72,33 @@ def test_serve_probes_at_once_and_stops_every_process_before_it_returns(serve, s
     print(f"{signal.Signals(signum).name}: serve returned after {took:.1f}s, nothing left")
 
 
-def test_the_console_is_quiet_at_the_default_verbosity(serve):
+def test_the_console_is_quiet_at_the_default_verbosity(serve, tmp_path, owner):
     """No line per task: django-q2 speaks at WARNING; the supervisor's summary is once a
-    minute."""
+    minute. No line per page either (no access log by default), and mail goes to a file in
+    the data directory, not the console."""
     until(lambda: len(serve.workers()) == 3, 90, "the workers are up", serve)
+    with httpx.Client(base_url=serve.url, timeout=10) as browser:
+        for _ in range(5):
+            assert browser.get("/accounts/login/").status_code == 200
+        assert browser.get("/favicon.ico").headers["location"] == "/static/img/hive.svg"
+        reset_password(browser, owner.email)
     time.sleep(6 * INTERVAL)  # a few cycles, each queueing tasks
     serve.signal(signal.SIGINT)
     out = serve.tail(200)
     assert "processing" not in out and "Enqueued" not in out, out
+    assert "/accounts/login/" not in out and "/favicon.ico" not in out, out
+    assert "Password reset" not in out and owner.email not in out, out
     assert len(out.splitlines()) < 20, out
     assert django_settings.Q_LOG_LEVEL == "WARNING"
+    assert "Mail is not sent: each one is a file in" in out  # said once, at the start
+    mails = [path.read_text() for path in (tmp_path / "data" / "mail").iterdir()]
+    assert len(mails) == 1 and f"To: {owner.email}" in mails[0], mails
+
+
+def reset_password(browser, email: str) -> None:
+    """Asks for a password-reset mail through the form, as a person does."""
+    page = browser.get("/accounts/password_reset/").text
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)[1]
+    form = {"email": email, "csrfmiddlewaretoken": token}
+    answer = browser.post("/accounts/password_reset/", data=form)
+    assert answer.status_code == 302, answer.text

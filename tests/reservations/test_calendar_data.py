@@ -112,12 +112,13 @@ def test_the_overview_page_uses_a_constant_number_of_queries(
         book(owner, devices[:2], tomorrow(9), tomorrow(10))
     client.force_login(owner)
     changes.forget()  # the bookings' checks kept some of the owner's access facts
-    # The grant's hosts and GPUs are not read (all devices); the change token is, once.
-    with django_assert_num_queries(12):
+    # The grant's hosts and GPUs are not read (all devices); the change token is, once; the
+    # intruder notice every page carries (protection.context_processors) reads one.
+    with django_assert_num_queries(13):
         response = client.get("/reservations/overview/")
     assert response.status_code == 200
     assert response.content.decode().count('class="ov-run mine"') == 2 * hosts
-    with django_assert_num_queries(12 - 3):  # then bans, grants and windows are kept
+    with django_assert_num_queries(13 - 3):  # then bans, grants and windows are kept
         again = client.get("/reservations/overview/")
     assert again.content.decode().count('class="ov-run mine"') == 2 * hosts
 

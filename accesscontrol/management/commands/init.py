@@ -1,3 +1,4 @@
+import argparse
 import getpass
 import os
 import sys
@@ -12,8 +13,15 @@ from accesscontrol.models import RunAsAllowance
 from accesscontrol.services import ensure_default_group, profile_for
 from monitoring import localaccounts
 from monitoring.hostsfile import HostsFileError, read_hosts_file, save_hosts
+from monitoring.management.commands.serve import Command as Serve
 from monitoring.models import Host
-from monitoring.setup import create_first_admin, register_localhost, write_site_settings
+from monitoring.setup import (
+    configured_public_url,
+    create_first_admin,
+    register_localhost,
+    served_url,
+    write_site_settings,
+)
 
 
 class Command(BaseCommand):
@@ -49,13 +57,20 @@ class Command(BaseCommand):
             help="reach this machine over SSH (so tasks run as each user's own account) "
             "when the service does not run as root",
         )
+        parser.add_argument(
+            "--serve-args",
+            nargs=argparse.REMAINDER,
+            default=None,
+            help="last: the arguments `serve` will run with (bin/serve passes its own); the "
+            "public URL defaults to the address they serve",
+        )
 
     def handle(self, **opts):
         has_admin = get_user_model().objects.filter(is_superuser=True).exists()
         if opts["first_run"] and has_admin:
             return
         self.interactive = not opts["no_input"] and sys.stdin.isatty()
-        self._public_url(opts["public_url"])
+        self._public_url(opts["public_url"], opts["serve_args"])
         if not has_admin:
             admin = self._admin(opts["admin"], opts["admin_email"], opts["admin_password"])
             self._admin_account(admin, opts["admin_unix_user"])
@@ -73,15 +88,25 @@ class Command(BaseCommand):
         answer = input(f"{question} [{default}]: ").strip()
         return answer or default
 
-    def _public_url(self, url):
-        url = url or self.ask("Public URL of the service", "")
-        if not url:
+    def _public_url(self, url, serve_args):
+        """Asked with what is configured as the default, else the address `serve` will serve:
+        links in mail and chat must lead to where the service is."""
+        current = configured_public_url()
+        default = current or (self._served(serve_args) if serve_args is not None else "")
+        url = url or self.ask("Public URL of the service", default)
+        if not url or url == current:
             return
         try:
             path = write_site_settings(url)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"Saved the public URL in {path} (restart to apply).")
+
+    @staticmethod
+    def _served(serve_args: list[str]) -> str:
+        """The URL of the address serve's own parser reads from its arguments."""
+        options, _ = Serve().create_parser("manage.py", "serve").parse_known_args(serve_args)
+        return served_url(options.bind, options.port)
 
     def _admin(self, username, email, password):
         username = username or self.ask("First admin's user name", "admin")
