@@ -69,17 +69,29 @@ def check_hosts(host_ids: list[int]) -> str:
 
 
 def observe_hosts(host_ids, now: datetime) -> set[int]:
-    """Update each running booking's GPU activity from the hosts' latest probes."""
+    """Update each running booking's GPU activity from the hosts' latest probes. Each host
+    is on its own: one whose observation fails is recorded and the others are observed."""
     seen = set()
     for host in Host.objects.filter(pk__in=host_ids):
-        snapshot = host.last_snapshot or {}
-        if host.status != Host.Status.UP or not snapshot.get("reachable"):
-            continue  # we cannot tell: a silent host never makes a booking look idle
-        slots = running_slots([host.pk], now).select_related("device", "reservation__owner")
-        for slot in slots:
-            unix = profile_for(slot.reservation.owner).unix_username_for(host)
-            observe(slot, in_use(snapshot, slot.device.uuid, unix), now)
-            seen.add(slot.reservation_id)
+        try:
+            seen |= observe_host(host, now)
+        except Exception as exc:
+            log.exception("fairuse: observing %s failed", host.name)
+            lease.record_failure(ACTIVITY, f"observing {host.name} failed: {exc!r}")
+    return seen
+
+
+def observe_host(host: Host, now: datetime) -> set[int]:
+    """The bookings running on ``host`` whose GPU activity this probe updated."""
+    snapshot = host.last_snapshot or {}
+    if host.status != Host.Status.UP or not snapshot.get("reachable"):
+        return set()  # we cannot tell: a silent host never makes a booking look idle
+    seen = set()
+    slots = running_slots([host.pk], now).select_related("device", "reservation__owner")
+    for slot in slots:
+        unix = profile_for(slot.reservation.owner).unix_username_for(host)
+        observe(slot, in_use(snapshot, slot.device.uuid, unix), now)
+        seen.add(slot.reservation_id)
     return seen
 
 

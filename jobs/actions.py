@@ -154,6 +154,8 @@ def tasks_with_logs_to_fetch(host_ids=None):
         status__in=Task.ENDED, ended_at__gte=recent
     )
     tasks = Task.objects.filter(wanted).exclude(log_path="").exclude(stored_log__complete=True)
+    # A host that does not answer is not asked each round: its logs come when it is back.
+    tasks = tasks.exclude(host__status=Host.Status.UNREACHABLE)
     if host_ids is not None:
         tasks = tasks.filter(host_id__in=host_ids)
     return tasks.select_related("host", "stored_log")
@@ -165,30 +167,40 @@ def logs_wanted(host_ids) -> bool:
 
 
 def fetch_logs(host_ids=None) -> str:
-    """Bring the new part of each log to the database: one call per host and account."""
+    """Bring the new part of each log to the database: one call per host and account. Each
+    host is on its own: one that fails is recorded (on its tasks' logs and, by name, where
+    admins look), and the others' logs are fetched all the same."""
     groups: dict[tuple[int, str], list[Task]] = {}
     for task in tasks_with_logs_to_fetch(host_ids):
         groups.setdefault((task.host_id, task.unix_username), []).append(task)
     fetched, failures = 0, []
     for (_, username), group in groups.items():
-        stored = [_stored(task) for task in group]
-        wanted = [(t.log_path, s.end) for t, s in zip(group, stored, strict=True)]
         try:
-            pieces = remote.read_logs(
-                group[0].host, username, wanted, settings.JOBS_LOG_KEEP_BYTES,
-                settings.JOBS_LOG_FETCH_BYTES,
-            )  # fmt: skip
-        except remote.RemoteError as exc:
-            failures.append(str(exc))
-            TaskLog.objects.filter(pk__in=[s.pk for s in stored]).update(error=str(exc))
-            continue
-        for task, log_copy, piece in zip(group, stored, pieces, strict=True):
-            fetched += _store(task, log_copy, piece)
+            fetched += _fetch_group(group, username)
+        except Exception as exc:  # one host's trouble: recorded, the others go on
+            if not isinstance(exc, remote.RemoteError):
+                log.exception("fetching the logs on %s failed", group[0].host)
+            error = services.host_error(group[0].host, exc)
+            failures.append(error)
+            TaskLog.objects.filter(task__in=group).update(error=error)
     if failures:
         lease.record_failure(LOGS_ACTIVITY, "; ".join(failures))
     summary = f"{fetched} logs fetched"
+    if failed := len(failures):
+        summary += f", {failed} {'host' if failed == 1 else 'hosts'} could not be asked"
     lease.record_success(LOGS_ACTIVITY, summary)
     return summary
+
+
+def _fetch_group(group: list[Task], username: str) -> int:
+    """The logs of one host's tasks run as one account: one SSH call."""
+    stored = [_stored(task) for task in group]
+    wanted = [(t.log_path, s.end) for t, s in zip(group, stored, strict=True)]
+    pieces = remote.read_logs(
+        group[0].host, username, wanted, settings.JOBS_LOG_KEEP_BYTES,
+        settings.JOBS_LOG_FETCH_BYTES,
+    )  # fmt: skip
+    return sum(_store(t, s, p) for t, s, p in zip(group, stored, pieces, strict=True))
 
 
 def _stored(task: Task) -> TaskLog:

@@ -43,6 +43,13 @@ class TaskSerializer(serializers.ModelSerializer):
     pending_action = serializers.SerializerMethodField(
         help_text="The action the workers have yet to carry out on the task (null: none)."
     )
+    host_unreachable_since = serializers.DateTimeField(
+        read_only=True,
+        allow_null=True,
+        help_text="For an active task whose host stopped answering: when the host last "
+        "answered (null: it answers). Such a task waits for its host: whether it still runs "
+        "is unknown until the host is back.",
+    )
 
     class Meta:
         model = Task
@@ -57,6 +64,7 @@ class TaskSerializer(serializers.ModelSerializer):
             "command",
             "command_line",
             "status",
+            "host_unreachable_since",
             "error",
             "unix_username",
             "screen_session",
@@ -111,8 +119,9 @@ class JobSerializer(serializers.ModelSerializer):
 
 
 def literal_values() -> serializers.DictField:
-    """Parameters or environment as NAME: value, each value kept exactly as sent: the README
-    promises literal arguments, so no trimming (a trailing newline or space is the user's)."""
+    """Parameters or environment as NAME: value, each value kept exactly as sent: the manual
+    promises literal arguments (docs/concepts.md, Jobs and tasks), so no trimming (a trailing
+    newline or space is the user's)."""
     child = serializers.CharField(allow_blank=True, trim_whitespace=False)
     return serializers.DictField(child=child, default=dict)
 
@@ -372,7 +381,7 @@ class TaskViewSet(
         """{"size", "offset", "next_offset", "text"} from ?offset= (bytes); poll to follow.
         The log as the workers last fetched it (after each monitoring cycle while the task
         runs); ``size`` is how far that goes."""
-        offset = _int(request.query_params.get("offset", "0"), "offset")
+        offset = _int(request.query_params.get("offset") or "0", "offset")  # empty: absent
         return Response(actions.log_piece(self.get_object(), offset))
 
     @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR})

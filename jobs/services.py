@@ -6,6 +6,7 @@ database transaction: a task is claimed with a conditional UPDATE first (exactly
 wins), the host is called, then the outcome is written.
 """
 
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -26,6 +27,7 @@ from reservations.models import Reservation
 from . import accounts, remote, templating
 from .models import Job, Task
 
+log = logging.getLogger(__name__)
 SIGNALS = {"interrupt": "INT", "terminate": "TERM", "kill": "KILL"}
 
 
@@ -428,27 +430,68 @@ def stop_task(task: Task, user) -> Task:
 # --- synchronising -------------------------------------------------------------------------
 
 
-def sync_tasks(tasks: list[Task]) -> int:
+@dataclass
+class SyncOutcome:
+    """What one sync found: how many tasks ended, and each host and account it could not
+    ask (their tasks stay as they were; the next sync asks again)."""
+
+    ended: int = 0
+    failures: list[Exception] = field(default_factory=list)
+
+
+def sync_by_host(tasks: list[Task]) -> SyncOutcome:
     """Find out which of these active tasks ended; one SSH call per host and account.
 
     Reads only what is on the host (screen sessions and exit files), so a restarted service
-    picks up where it left off. Returns how many tasks ended. Raises RemoteError for the
-    first host that could not be asked, after doing the others.
+    picks up where it left off. Each host is on its own: one that cannot be asked (or whose
+    answer cannot be recorded) is a failure in the outcome, and the others are synced.
     """
     groups: dict[tuple[int, str], list[Task]] = {}
     for task in tasks:
         groups.setdefault((task.host_id, task.unix_username), []).append(task)
-    ended, failure = 0, None
+    outcome = SyncOutcome()
     for (_, username), group in groups.items():
         try:
             states = remote.session_states(group[0].host, username, [t.session_name for t in group])
-        except remote.RemoteError as exc:
-            failure = failure or exc
-            continue
-        ended += sum(record_end(t, states[t.session_name]) for t in group)
-    if failure is not None:
-        raise failure
-    return ended
+            outcome.ended += sum(record_end(t, states[t.session_name]) for t in group)
+        except Exception as exc:  # that host's trouble (or a bug with its answer) only
+            if not isinstance(exc, remote.RemoteError):
+                log.exception("syncing the tasks on %s failed", group[0].host)
+            outcome.failures.append(remote.RemoteError(host_error(group[0].host, exc)))
+    return outcome
+
+
+def host_error(host: Host, exc: Exception) -> str:
+    """One line naming the host, for a failure among several hosts'."""
+    text = str(exc) if isinstance(exc, remote.RemoteError) else repr(exc)
+    return text if text.startswith(f"{host.name}:") else f"{host.name}: {text}"
+
+
+def sync_tasks(tasks: list[Task]) -> int:
+    """``sync_by_host``, for callers that watch one task: returns how many tasks ended, and
+    raises RemoteError for the first host that could not be asked, after doing the others."""
+    outcome = sync_by_host(tasks)
+    if outcome.failures:
+        raise outcome.failures[0]
+    return outcome.ended
+
+
+def on_reachable_hosts(tasks: list[Task]) -> tuple[list[Task], list[Task]]:
+    """(the tasks whose host answers, as far as the probing loop knows; the others). The
+    others wait for their host without an SSH call each round: the loop says when it is
+    back, and the next sync finds whether they still run or how they ended."""
+    waiting = [t for t in tasks if t.host_unreachable_since is not None]
+    return [t for t in tasks if t.host_unreachable_since is None], waiting
+
+
+def waiting_summary(waiting: list[Task]) -> str:
+    """E.g. "; 2 tasks wait for unreachable hosts (node-7, node-9)" for a sync's summary."""
+    if not waiting:
+        return ""
+    hosts = sorted({t.host.name for t in waiting})
+    noun = "task waits" if len(waiting) == 1 else "tasks wait"
+    where = "host" if len(hosts) == 1 else "hosts"
+    return f"; {len(waiting)} {noun} for unreachable {where} ({', '.join(hosts)})"
 
 
 def await_end(

@@ -16,6 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accesscontrol.permissions import restrict
+from board.templatetags.hive_time import absolute
 from board.tiles import board_rows
 from hiveproject.ids import MAX_ID
 from queueing.placing import usability
@@ -210,6 +211,7 @@ def job_detail(request, pk):
             "command_line": templating.command_line(services.task_env(t), t.command),
             "attach": attach_hint(t),
             "pending": pending.get(t.pk),
+            "status_text": status_text(t),
         }
         for t in tasks
     ]
@@ -262,12 +264,19 @@ def _report(request, tasks, action) -> None:
     )
 
 
+def status_text(task: Task) -> str:
+    """The task's state in words, "Host unreachable since Thu 26 Nov 14:05" for an active
+    task whose host stopped answering (in the reader's zone, like every time on the pages)."""
+    since = task.host_unreachable_since
+    return f"Host unreachable since {absolute(since)}" if since else task.get_status_display()
+
+
 def task_state(task: Task, pending: str | None) -> dict:
     """What the job page shows of a task and updates live."""
     return {
         "id": task.pk,
         "status": task.status,
-        "status_display": task.get_status_display(),
+        "status_display": status_text(task),
         "pending_action": pending,
         "error": task.error,
         "exit_code": task.exit_code,

@@ -79,13 +79,22 @@ def check_hosts(host_ids: list[int]) -> str:
         try:
             new, old = check_host(host_id, level)
         except Exception as exc:
-            log.exception("protection: checking host %s failed", host_id)
-            lease.record_failure(ACTIVITY, f"checking host {host_id} failed: {exc!r}")
+            name = host_name(host_id)
+            log.exception("protection: checking %s failed", name)
+            lease.record_failure(ACTIVITY, f"checking {name} failed: {exc!r}")
             continue
         opened, continuing = opened + new, continuing + old
     summary = f"{len(host_ids)} hosts checked ({level}): {opened} new, {continuing} continuing"
     lease.record_success(ACTIVITY, summary)
     return summary
+
+
+def host_name(host_id: int) -> str:
+    """The host's name for a failure message (its id if even that cannot be read)."""
+    try:
+        return Host.objects.values_list("name", flat=True).get(pk=host_id)
+    except Exception:  # the failure being recorded may be the database's own
+        return f"host {host_id}"
 
 
 @transaction.atomic

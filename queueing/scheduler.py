@@ -28,7 +28,6 @@ from django.utils import timezone
 
 from audit.log import record
 from jobs import actions as job_actions
-from jobs import remote
 from jobs import services as job_services
 from jobs.models import Task, derive_status
 from monitoring import lease
@@ -37,7 +36,7 @@ from notifications.send import notify
 from reservations.models import Reservation, ReservedDevice
 
 from . import services
-from .availability import Cluster, gpu_name, when
+from .availability import Cluster, gpu_name, lost_sentence, when
 from .models import DispatchRequest, GpuClaim, QueuedJob, QueuedTask, QueueRun
 from .placement import Pool, Request, Slot, place_job, place_request
 
@@ -129,10 +128,13 @@ def close_ended_runs() -> int:
     # its start is still running (interrupted starts are jobs' recover_start's to settle).
     syncable = [Task.Status.RUNNING, Task.Status.STOPPING]
     active = Task.objects.filter(job__queue_run__in=runs, status__in=syncable)
-    try:
-        job_services.sync_tasks(list(active.select_related("host")))
-    except remote.RemoteError as exc:  # other hosts were synced; this one is retried next round
-        lease.record_failure(ACTIVITY, f"sync of queue tasks: {exc}")
+    # A host that does not answer keeps its runs open until it is back; one that fails the
+    # sync is recorded and retried next round; the other hosts' runs close all the same.
+    tasks, _ = job_services.on_reachable_hosts(list(active.select_related("host")))
+    outcome = job_services.sync_by_host(tasks)
+    if outcome.failures:
+        failed = "; ".join(map(str, outcome.failures))
+        lease.record_failure(ACTIVITY, f"sync of queue tasks: {failed}")
     return sum(close_if_ended(run) for run in runs)
 
 
@@ -464,7 +466,7 @@ def _explain_request(state: Round, owner, request: Request) -> list[str]:
     matching = [g for g in cluster.gpus.values() if request.matches(slot_of(g))]
     if request.kind == "devices":
         missing = set(request.device_ids) - {g.device.pk for g in matching}
-        head = [f"GPU {pk} is lost or its host is disabled" for pk in sorted(missing)]
+        head = [lost_sentence(pk) for pk in sorted(missing)]
         return head + _blocked(state, owner, matching, shown=len(matching))
     if request.kind == "one_host":
         per_host: dict[int, int] = {}

@@ -5,7 +5,11 @@ SQLite lets one writer at a time; the others poll on ``busy_timeout``, which is 
 500) while others went ahead many times. Here each process keeps one lock for writing:
 
 - a write transaction (``BEGIN IMMEDIATE``, see the settings) takes it first, and keeps it
-  until its commit or rollback; a write outside a transaction holds it for its statement;
+  until its commit or rollback;
+- a write outside a transaction (a plain save or update, a raw cursor's statement, a bulk
+  ``executemany``) becomes a transaction of its own, taken the same way: one mechanism for
+  every writing path, so none meets another process's writer with nothing but SQLite's
+  ``busy_timeout`` (the probing loop's cycles failed so under load: "database is locked");
 - threads of the process queue on it (woken at once, not by polling), so SQLite's own busy
   wait is left to writers of other processes (the workers), which keep transactions short;
 - a ``BEGIN`` that SQLite still finds locked is tried again until ``DATABASE_LOCK_WAIT``
@@ -21,6 +25,8 @@ connection reads the whole schema (200-odd tables and indexes) before its first 
 Select it with ``ENGINE = "hiveproject.sqlite3"`` (the embedded profile does).
 """
 
+import contextlib
+import functools
 import os
 import sqlite3
 import threading
@@ -39,12 +45,28 @@ class DatabaseBusy(OperationalError):
 
 
 def is_locked(exc: Exception) -> bool:
-    return isinstance(exc, OperationalError) and "database is locked" in str(exc)
+    """SQLite's "locked", as Django raises it or as the sqlite3 module does (raw cursors)."""
+    locked = isinstance(exc, OperationalError | sqlite3.OperationalError)
+    return locked and "database is locked" in str(exc)
 
 
 def _take_writer(deadline: float) -> None:
     if not _writer.acquire(timeout=max(deadline - time.monotonic(), 0)):
         raise DatabaseBusy("database is locked: other writers held it too long")
+
+
+def _until_unlocked(attempt, deadline: float):
+    """``attempt()`` (a BEGIN IMMEDIATE, or a write outside a transaction), again while
+    SQLite says "locked" (another process writes) and time is left. Safe to repeat: SQLite
+    refuses a statement's lock before the statement changes anything."""
+    while True:
+        try:
+            return attempt()
+        except (OperationalError, sqlite3.OperationalError) as exc:
+            if not is_locked(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise DatabaseBusy(str(exc)) from exc
 
 
 class _Pool:
@@ -138,21 +160,10 @@ class DatabaseWrapper(base.DatabaseWrapper):
         _take_writer(deadline)
         self.holds_writer = True
         try:
-            self._begin_before(deadline)
+            _until_unlocked(super()._start_transaction_under_autocommit, deadline)
         except BaseException:
             self._release_writer()
             raise
-
-    def _begin_before(self, deadline: float) -> None:
-        """BEGIN, again while SQLite says "locked" (another process writes) and time is left."""
-        while True:
-            try:
-                return super()._start_transaction_under_autocommit()
-            except OperationalError as exc:
-                if not is_locked(exc):
-                    raise
-                if time.monotonic() >= deadline:
-                    raise DatabaseBusy(str(exc)) from exc
 
     def _commit(self):
         try:
@@ -186,29 +197,53 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
 
 class CursorWrapper(base.SQLiteCursorWrapper):
-    """A write outside a transaction (a plain save) takes the process's writer lock for its
-    statement, so it queues with the transactions instead of polling against them."""
+    """A write outside a transaction (a plain save, a raw statement, a bulk ``executemany``)
+    waits its turn in the writer queue as a transaction does: this process's writer first,
+    then SQLite's lock, tried again until DATABASE_LOCK_WAIT (then DatabaseBusy, a 503 in
+    requests), instead of failing when SQLite's busy_timeout runs out."""
 
     def execute(self, query, params=None):
-        if self.connection.in_transaction or _is_read(query):
+        if self.connection.in_transaction or _left_alone(query):
             return super().execute(query, params)
-        with _writer_for_statement():
-            return super().execute(query, params)
+        deadline = time.monotonic() + settings.DATABASE_LOCK_WAIT
+        with _holding_writer(deadline):
+            # One statement: its rows (RETURNING) are read after this returns, so it runs in
+            # SQLite's autocommit, which keeps the lock until they are.
+            return _until_unlocked(functools.partial(super().execute, query, params), deadline)
 
     def executemany(self, query, param_list):
-        if self.connection.in_transaction or _is_read(query):
+        if self.connection.in_transaction or _left_alone(query):
             return super().executemany(query, param_list)
-        with _writer_for_statement():
-            return super().executemany(query, param_list)
+        deadline = time.monotonic() + settings.DATABASE_LOCK_WAIT
+        with _holding_writer(deadline):
+            # Many statements: in one transaction, so that a "locked" is met (and waited
+            # out) before the first row, never between rows with some of them written.
+            _until_unlocked(lambda: self.connection.execute("BEGIN IMMEDIATE"), deadline)
+            try:
+                result = super().executemany(query, param_list)
+                self.connection.commit()
+            except BaseException:
+                if self.connection.in_transaction:  # SQLite may have rolled it back itself
+                    self.connection.rollback()
+                raise
+            return result
 
 
-def _is_read(query: str) -> bool:
-    return query.lstrip()[:6].upper() in ("SELECT", "PRAGMA", "BEGIN ", "COMMIT", "ROLLBA")
+# Statements run as they are: reads, and those that begin or end transactions themselves
+# (or cannot run inside one).
+_LEFT_ALONE = (
+    "SELECT", "PRAGMA", "BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE", "VACUUM",
+)  # fmt: skip
 
 
-class _writer_for_statement:  # noqa: N801 (used as a context manager, like a function)
-    def __enter__(self):
-        _take_writer(time.monotonic() + settings.DATABASE_LOCK_WAIT)
+def _left_alone(query: str) -> bool:
+    return query.lstrip()[:9].upper().startswith(_LEFT_ALONE)
 
-    def __exit__(self, *exc):
+
+@contextlib.contextmanager
+def _holding_writer(deadline: float):
+    _take_writer(deadline)
+    try:
+        yield
+    finally:
         _writer.release()
