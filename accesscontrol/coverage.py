@@ -24,6 +24,7 @@ from .intervals import clip, gaps, merge
 from .models import Ban, Grant, site_zone
 
 ONE_DAY = timedelta(days=1)
+ONE_MINUTE = timedelta(minutes=1)  # what starting work asks of the grants: the next minute
 END_OF_TIME = datetime.max.replace(tzinfo=UTC)
 
 
@@ -294,6 +295,24 @@ def ban_sentence(user, ban: Ban) -> str:
     until = f"until {local_text(ban.until)}" if ban.until else "until an admin lifts the ban"
     since = f" from {local_text(ban.created)}" if ban.created > timezone.now() else ""
     return f"{user} is banned{since} {until}: {ban.reason}"
+
+
+def covers_next_minute(covered: list[tuple], now: datetime) -> bool:
+    """Whether coverage (as coverage_map gives it from ``now``) lets work start at ``now``."""
+    return bool(covered) and covered[0][0] <= now and covered[0][1] >= now + ONE_MINUTE
+
+
+def waiting_sentence(user, device: Device, covered: list[tuple], now: datetime) -> str:
+    """Why ``user`` may not start on ``device`` at ``now``, from the coverage ahead of now:
+    when they may next (the real window, not the minute the start rule looks at), or that
+    no grant covers it in all that time."""
+    if not covered:
+        return f"{user} is not allowed on {device}: no grant covers it now or later; ask an admin"
+    zone = site_zone()
+    start, end = covered[0]
+    if start <= now:  # allowed now, but not for the minute a start needs
+        return f"{user} is allowed on {device} only until {local_text(end, zone)} ({zone.key})"
+    return f"{user} is not allowed on {device} until {local_text(start, zone)} ({zone.key})"
 
 
 def uncovered_sentence(user, device: Device, uncovered: list[tuple], shown: int = 3) -> str:

@@ -12,6 +12,9 @@ class UsageLineSerializer(serializers.Serializer):
     period = serializers.DateField()
     name = serializers.CharField()
     reserved_hours = serializers.FloatField()
+    unbooked_hours = serializers.FloatField(
+        help_text="Held by your tasks outside any booking (never counted as idle)."
+    )
     used_hours = serializers.FloatField()
     idle_hours = serializers.FloatField()
     energy_kwh = serializers.FloatField()
@@ -27,7 +30,9 @@ PARAMETERS = [
 
 
 class UsageViewSet(viewsets.GenericViewSet):
-    """GPU-hours reserved, used and idle, energy and CO2e: your own (staff: everyone's)."""
+    """GPU-hours reserved, held by tasks without a booking (unbooked), used and idle (booked
+    but under the idle load; never more than reserved), energy and CO2e: your own (staff:
+    everyone's)."""
 
     queryset = DailyUsage.objects.none()
     serializer_class = UsageLineSerializer

@@ -9,6 +9,12 @@ from .models import DailyUsage
 HOUR = 1 / 3600
 COUNTERS = [
     ("hive_user_gpu_reserved_hours", "GPU-hours held by bookings.", "reserved_seconds", HOUR),
+    (
+        "hive_user_gpu_unbooked_hours",
+        "GPU-hours held by the user's tasks outside any booking.",
+        "unbooked_seconds",
+        HOUR,
+    ),
     ("hive_user_gpu_used_hours", "GPU-hours at or above the idle load.", "used_seconds", HOUR),
     ("hive_user_gpu_idle_hours", "Booked GPU-hours under the idle load.", "idle_seconds", HOUR),
     ("hive_user_gpu_energy_kwh", "Energy the user's GPUs drew.", "energy_wh", 1 / 1000),

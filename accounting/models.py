@@ -11,6 +11,7 @@ class DailyUsage(models.Model):
     """What one GPU did for one user on one day (site time zone), from history and bookings.
 
     ``user`` is None for time and energy nobody is charged for (no booking, no job).
+    What each figure means, and the invariants between them: accounting.rollup.
     Rewritten whole by accounting.rollup.compute_day, so a recomputation never double counts.
     """
 
@@ -20,6 +21,9 @@ class DailyUsage(models.Model):
         settings.AUTH_USER_MODEL, null=True, on_delete=models.CASCADE, related_name="+"
     )
     reserved_seconds = models.FloatField(default=0, help_text="Held by the user's bookings.")
+    unbooked_seconds = models.FloatField(
+        default=0, help_text="Held by the user's tasks outside any booking."
+    )
     used_seconds = models.FloatField(default=0, help_text="Load at or above the idle threshold.")
     idle_seconds = models.FloatField(default=0, help_text="Booked, but under the threshold.")
     energy_wh = models.FloatField(default=0, help_text="Integrated power draw.")

@@ -1,7 +1,8 @@
 """Sums of the daily rows per user, group or host and per day, week or month.
 
 Non-admins only ever see rows charged to themselves (their use, per host or group);
-admins see everyone's. CO2e is energy times ACCOUNTING_EMISSION_G_PER_KWH.
+admins see everyone's. CO2e is energy times ACCOUNTING_EMISSION_G_PER_KWH. What each
+figure means, and the invariants every line keeps (idle <= reserved): accounting.rollup.
 """
 
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ class Line:
     period: date
     name: str
     reserved_hours: float
+    unbooked_hours: float
     used_hours: float
     idle_hours: float
     energy_kwh: float
@@ -37,6 +39,7 @@ class Line:
             "period": self.period.isoformat(),
             "name": self.name,
             "reserved_hours": self.reserved_hours,
+            "unbooked_hours": self.unbooked_hours,
             "used_hours": self.used_hours,
             "idle_hours": self.idle_hours,
             "energy_kwh": self.energy_kwh,
@@ -74,6 +77,7 @@ def report(viewer, *, by: str, period: str, start: date, end: date) -> list[Line
         .values("period", "name")
         .annotate(
             reserved=Sum("reserved_seconds"),
+            unbooked=Sum("unbooked_seconds"),
             used=Sum("used_seconds"),
             idle=Sum("idle_seconds"),
             energy=Sum("energy_wh"),
@@ -85,6 +89,7 @@ def report(viewer, *, by: str, period: str, start: date, end: date) -> list[Line
             period=_as_date(s["period"]),
             name=s["name"] or UNCHARGED[by],
             reserved_hours=round(s["reserved"] / 3600, 3),
+            unbooked_hours=round(s["unbooked"] / 3600, 3),
             used_hours=round(s["used"] / 3600, 3),
             idle_hours=round(s["idle"] / 3600, 3),
             energy_kwh=round(s["energy"] / 1000, 4),

@@ -10,7 +10,16 @@ from django.shortcuts import render
 from . import query, reports
 from .models import DailyUsage
 
-COLUMNS = ["period", "name", "reserved_hours", "used_hours", "idle_hours", "energy_kwh", "co2e_kg"]
+COLUMNS = [
+    "period",
+    "name",
+    "reserved_hours",
+    "unbooked_hours",
+    "used_hours",
+    "idle_hours",
+    "energy_kwh",
+    "co2e_kg",
+]
 
 
 @login_required

@@ -1,12 +1,16 @@
 """What each GPU is doing for people right now: free, reserved (by whom, until when), taken
-by a running job or a queue run. Three queries whatever the number of GPUs."""
+by a running job or a queue run, or free but not the viewer's to use (no grant lets them
+start on it now: "free" means free for the viewer). A few queries whatever the number of
+GPUs; the grants are the start rule's own (accesscontrol.coverage)."""
 
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.utils import timezone
 
+from accesscontrol.coverage import ONE_MINUTE, coverage_map, covers_next_minute
 from jobs.models import Task
+from monitoring.models import Device
 from reservations.models import Reservation, ReservedDevice
 
 from .templatetags.hive_time import absolute
@@ -14,7 +18,8 @@ from .templatetags.hive_time import absolute
 
 @dataclass
 class Booking:
-    state: str  # free | mine | reserved | pending | job | queue
+    # free | closed (free, not the viewer's to use) | mine | reserved | pending | job | queue
+    state: str
     text: str
     until: datetime | None = None
     owner_id: int | None = None
@@ -22,15 +27,24 @@ class Booking:
 
 
 FREE = Booking("free", "free")
+CLOSED = Booking("closed", "free, not yours to use")
 
 
 def booking_states(user, now: datetime | None = None) -> dict[int, Booking]:
     """Device id -> its booking state for ``user``; GPUs not listed are free."""
     now = now or timezone.now()
-    states = {device: reservation_state(user, *row) for device, *row in current_slots(now)}
+    states = dict.fromkeys(closed_to(user, now), CLOSED)
+    states.update({device: reservation_state(user, *row) for device, *row in current_slots(now)})
     for device, *row in running_tasks():
         states[device] = task_state(user, states.get(device), *row)
     return states
+
+
+def closed_to(user, now: datetime) -> list[int]:
+    """Ids of present GPUs ``user`` may not start on now (no grant covers the next minute)."""
+    devices = list(Device.objects.filter(status=Device.Status.PRESENT).select_related("host"))
+    covered = coverage_map(user, now, now + ONE_MINUTE, devices)
+    return [d.pk for d, spans in covered.items() if not covers_next_minute(spans, now)]
 
 
 def current_slots(now: datetime):

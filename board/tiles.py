@@ -104,8 +104,8 @@ def tile_colour(booking, users, seen: bool, mine: bool) -> str:
         return "gt-down"
     if mine:
         return "gt-mine"
-    if booking.state == "free":
-        return "gt-busy" if users else "gt-free"
+    if booking.state in ("free", "closed"):
+        return "gt-busy" if users else f"gt-{booking.state}"
     return "gt-job" if booking.state in ("job", "queue") else "gt-reserved"
 
 
@@ -114,7 +114,7 @@ def tile_text(booking, users, up: bool, lost: bool) -> str:
         return "GPU lost"
     if not up:
         return "host down"
-    if booking.state == "free" and users:
+    if booking.state in ("free", "closed") and users:
         return "in use, not booked"
     return state_text(booking)
 

@@ -172,6 +172,10 @@ class ReasonSerializer(serializers.Serializer):
     )
     device = serializers.IntegerField(help_text="The GPU's id.")
     detail = serializers.CharField(help_text="The reason, for people.")
+    lasting = serializers.BooleanField(
+        help_text="Waiting cannot lift it, only an admin can (no grant now or later, no "
+        "account, a ban without end, a GPU gone): queueing for this GPU would wait for ever."
+    )
 
 
 class GpuUsabilitySerializer(serializers.Serializer):

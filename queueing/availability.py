@@ -21,6 +21,10 @@ A GPU is usable by a user over [start, end) when none of these holds (each has a
   QUEUE_RESERVATION_HORIZON minutes: "now or soon"; the user's own bookings never block);
 - ``banned`` / ``no_grant``: the user is banned, or no grant lets them use it at ``start``;
 - ``no_account``: the user's tasks have no UNIX account to run as on its host (jobs.accounts).
+
+A reason is ``lasting`` when waiting cannot lift it, only an admin can: a GPU gone, a ban
+without end, no grant covering the GPU now or in the LOOKAHEAD after, no account. Queueing
+or gpurun waiting on such a GPU would wait for ever, so they are not offered or done.
 """
 
 from dataclasses import dataclass, field
@@ -33,7 +37,14 @@ from django.utils import timezone
 
 from accesscontrol import changes
 from accesscontrol.accounts import RunAs
-from accesscontrol.coverage import active_ban, ban_sentence, check_access, coverage_map
+from accesscontrol.coverage import (
+    ONE_MINUTE,
+    active_ban,
+    ban_sentence,
+    coverage_map,
+    covers_next_minute,
+    waiting_sentence,
+)
 from jobs import accounts
 from jobs.models import Task
 from monitoring.models import Device, Host
@@ -41,7 +52,8 @@ from reservations.models import ReservedDevice
 
 from .models import GpuClaim, QueuedJob
 
-ONE_MINUTE = timedelta(minutes=1)
+# How far ahead a grant may begin and still count: after this, waiting is "for ever".
+LOOKAHEAD = timedelta(days=366)
 
 # The reasons' codes, most telling first (the order reasons are listed in).
 GPU_LOST = "gpu_lost"
@@ -75,9 +87,15 @@ class Reason:
     code: str
     device_id: int
     text: str
+    lasting: bool = False  # waiting cannot lift it; only an admin can
 
     def as_dict(self) -> dict:
-        return {"code": self.code, "device": self.device_id, "detail": self.text}
+        return {
+            "code": self.code,
+            "device": self.device_id,
+            "detail": self.text,
+            "lasting": self.lasting,
+        }
 
 
 def gpu_name(device: Device) -> str:
@@ -257,18 +275,31 @@ class Cluster:
             # No coverage at all when banned now; only then is the ban read for its sentence.
             covered = coverage_map(user, self.now, self.now + ONE_MINUTE, devices)
             ban = active_ban(user, self.now) if not all(covered.values()) else None
+            ahead = self._coverage_ahead(user, covered) if ban is None else {}
             accounts_problems = self._accounts(user)
         reasons = {}
         for pk, gpu in self.gpus.items():
             found = self._reserved_by_others(gpu, user)
             if ban is not None:
-                found.append(Reason(BANNED, pk, ban_sentence(user, ban)))
-            elif why := self._access(user, gpu, covered[gpu.device]):
-                found.append(Reason(NO_GRANT, pk, why))
+                found.append(Reason(BANNED, pk, ban_sentence(user, ban), ban.until is None))
+            elif gpu.device in ahead:
+                later = ahead[gpu.device]
+                text = waiting_sentence(user, gpu.device, later, self.now)
+                found.append(Reason(NO_GRANT, pk, text, lasting=not later))
             if why := accounts_problems.get(gpu.host.pk):
-                found.append(Reason(NO_ACCOUNT, pk, why))
+                found.append(Reason(NO_ACCOUNT, pk, why, lasting=True))
             reasons[pk] = found
         return reasons
+
+    def _coverage_ahead(self, user, covered: dict) -> dict:
+        """Device -> its coverage over the LOOKAHEAD from now, for each device the user may
+        not use for the whole next minute (the others are not in it)."""
+        short = [d for d, spans in covered.items() if not covers_next_minute(spans, self.now)]
+        if not short:
+            return {}
+        ahead = coverage_map(user, self.now, self.now + LOOKAHEAD, short)
+        # A stretch that ends within the minute a start needs does not make it usable now.
+        return {d: [i for i in found if i[1] > self.now] for d, found in ahead.items()}
 
     def _reserved_by_others(self, gpu: Gpu, user) -> list[Reason]:
         for owner_id, name, start, end in gpu.slots:
@@ -280,12 +311,6 @@ class Cluster:
                 text = f"{gpu.name} reserved by {name} from {when(start, self.now)}"
             return [Reason(RESERVED_BY_OTHER, gpu.device.pk, text)]
         return []
-
-    def _access(self, user, gpu: Gpu, covered: list) -> str:
-        whole = covered and covered[0][0] <= self.now and covered[0][1] >= self.now + ONE_MINUTE
-        if whole:
-            return ""
-        return check_access(user, gpu.device, self.now, self.now + ONE_MINUTE).reason
 
     def _accounts(self, user) -> dict[int, str]:
         """Host id -> why tasks of ``user`` cannot run there (no UNIX account to run as)."""
@@ -310,8 +335,7 @@ class Cluster:
         """Every reason ``user`` cannot start on this GPU now (empty if they can)."""
         gpu = self.gpus.get(device_id)
         if gpu is None:
-            text = f"GPU {device_id} is lost or its host is disabled"
-            return [Reason(GPU_LOST, device_id, text)]
+            return [Reason(GPU_LOST, device_id, lost_sentence(device_id), lasting=True)]
         return gpu.blockers + self.user_reasons(user)[device_id]
 
     def why_not(self, user, device_id: int) -> str:
@@ -326,6 +350,13 @@ class Cluster:
             if not gpu.blockers:
                 counts[gpu.host.pk] = counts.get(gpu.host.pk, 0) + 1
         return counts
+
+
+def lost_sentence(device_id: int) -> str:
+    """Named as people know it (host and index), while its row is still there."""
+    device = Device.objects.filter(pk=device_id).select_related("host").first()
+    name = gpu_name(device) if device else f"GPU {device_id}"
+    return f"{name} is lost or its host is disabled"
 
 
 def _first_of_each(reasons: list[Reason]) -> list[Reason]:

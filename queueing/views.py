@@ -4,6 +4,7 @@ with the guided New job form (jobs.views.job_new, "As soon as the GPUs are free"
 Reads the database only: the reasons are what the scheduler's last round found.
 """
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -36,6 +37,8 @@ def queue_page(request):
         "active": [j for j in current if j.state in QueuedJob.HOLDING],
         # The latest 20 only: ended jobs pile up, and the page must not load them all.
         "ended": jobs.filter(state__in=QueuedJob.ENDED).order_by("-id")[:20],
+        # The order's sentence says fair-share only where it is on (queueing.fairshare).
+        "half_life": settings.QUEUE_FAIRSHARE_HALF_LIFE_HOURS,
     }
     return render(request, "queueing/queue.html", context)
 

@@ -33,7 +33,7 @@ def submit(queued, gpus, host, name, env, as_json, command):
     want = jobs.Want.parse(gpus)
     if queued:
         entry = jobs.enqueue(api, name, template, variables, want, host)
-        _said(as_json, entry, _queued_line(entry))
+        _said(as_json, entry, _queued_line(entry, want, host))
         return
     place = jobs.place_now(api, want, host)
     job = jobs.create_job(api, name, template, variables, place)
@@ -59,14 +59,17 @@ def _said(as_json: bool, data: dict, line: str) -> None:
         click.echo(line)
 
 
-def _queued_line(entry: dict) -> str:
-    task = entry["tasks"][0]
-    where = f"on host {task['host']}" if task["host"] else "on one host"
+def _queued_line(entry: dict, want: jobs.Want, host: str | None) -> str:
+    """Said as the user asked: the GPUs by name, or how many on which host (by its name)."""
+    if want.named:
+        what = f"{render.counted(len(entry['tasks'][0]['devices']), 'GPU')} {' '.join(want.named)}"
+    else:
+        what = f"{render.counted(want.count, 'GPU')} on {f'host {host}' if host else 'one host'}"
     place = f", number {entry['position']} in the queue" if entry["position"] else ""
     return (
-        f"Queued {entry['name']!r} as queue entry {entry['id']} ({task['gpu_count']} GPUs "
-        f"{where}){place}: it starts by itself when its GPUs are free. See `hive jobs`; "
-        f"`hive dequeue {entry['id']}` takes it out."
+        f"Queued {entry['name']!r} as queue entry {entry['id']} ({what}){place}: it starts by "
+        f"itself when its GPUs are free. See `hive jobs`; `hive dequeue {entry['id']}` takes "
+        "it out."
     )
 
 

@@ -5,7 +5,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import lab
+from . import lab, render
 from .api import Api, HiveError
 
 ACTIVE = {"starting", "running", "stopping"}
@@ -99,11 +99,22 @@ def refusal(answer: dict, want: Want, host_name: str | None) -> str:
     if want.named:
         head = "These GPUs cannot be used now"
     else:
-        plural = "s" if want.count != 1 else ""
-        head = f"{want.count} GPU{plural} not usable now on {host_name or 'any host'}"
+        head = f"{render.counted(want.count, 'GPU')} not usable now on {host_name or 'any host'}"
     reasons = list(dict.fromkeys(r["detail"].rstrip(".") for r in answer["reasons"]))
     shown = "; ".join(reasons[:3]) + (f"; and {len(reasons) - 3} more" if len(reasons) > 3 else "")
-    return f"{head}: {shown or answer['detail'].rstrip('.')}. Add --queue to start when they are."
+    return f"{head}: {shown or answer['detail'].rstrip('.')}. {what_helps(answer, want)}"
+
+
+def what_helps(answer: dict, want: Want) -> str:
+    """--queue only where waiting can help: not when a GPU needed is refused for a lasting
+    reason (only an admin can lift it) or there are not that many GPUs at all."""
+    if not answer["reasons"]:
+        return "Queueing cannot help: ask for fewer GPUs."
+    blocked = {r["device"] for r in answer["reasons"]}
+    never = {r["device"] for r in answer["reasons"] if r.get("lasting")}
+    if never and (want.named or never == blocked):
+        return "Queueing cannot help: only an admin can change that."
+    return "Add --queue to start when they are."
 
 
 def create_job(api: Api, name: str, template: str, env: dict, place: Place) -> dict:
@@ -175,6 +186,8 @@ def _visible(api: Api, path: str, what: str) -> dict:
 
 
 def status_text(task: dict) -> str:
+    if task.get("host_unreachable_since"):  # not known to run: its host does not answer
+        return f"host unreachable since {render.when(task['host_unreachable_since'])}"
     if task["status"] == "exited":
         return f"exited {task['exit_code']}"
     if task["status"] == "killed":

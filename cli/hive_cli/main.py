@@ -248,7 +248,8 @@ def keep(ids):
 @click.option("--to", "end", help="Last day, YYYY-MM-DD (default: today).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 def usage(by, period, start, end, as_json):
-    """GPU-hours reserved, used and idle, and energy: yours (admins: everyone's)."""
+    """GPU-hours reserved, unbooked (jobs outside a booking), used and idle, and energy: yours
+    (admins: everyone's)."""
     api, _ = connect()
     lines = api.get("usage/", by=by, period=period, start=start, end=end)
     if as_json:
@@ -262,6 +263,7 @@ def usage(by, period, start, end, as_json):
             line["period"],
             line["name"],
             f"{line['reserved_hours']:.1f}",
+            f"{line.get('unbooked_hours', 0):.1f}",
             f"{line['used_hours']:.1f}",
             f"{line['idle_hours']:.1f}",
             f"{line['energy_kwh']:.2f}",
@@ -269,7 +271,8 @@ def usage(by, period, start, end, as_json):
         ]
         for line in lines
     ]
-    headers = [period.upper(), by.upper(), "RESERVED H", "USED H", "IDLE H", "KWH", "CO2E KG"]
+    headers = [period.upper(), by.upper(), "RESERVED H", "UNBOOKED H", "USED H", "IDLE H"]
+    headers += ["KWH", "CO2E KG"]
     click.echo(render.table(headers, rows))
 
 
@@ -281,7 +284,7 @@ for command in jobcommands.COMMANDS:
 EXIT_STATUSES = (
     "Exit status: 0 done; 1 an error or a refusal (one line on stderr: unreachable server, "
     "expired token, no permission, the server's reason); 2 a usage error; 130 Ctrl-C. "
-    "--json output: the API's objects, fields only ever added (see the README)."
+    "--json output: the API's objects, fields only ever added (see GPU Hive's docs/using.md)."
 )
 for command in cli.commands.values():
     command.epilog = EXIT_STATUSES

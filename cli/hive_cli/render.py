@@ -8,6 +8,11 @@ import click
 from .when import now
 
 
+def counted(number: int, noun: str) -> str:
+    """'1 GPU', '2 GPUs': a count in plain English (nouns that take an s)."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def paint(text: str, **style) -> str:
     """Styled text, unless NO_COLOR is set (https://no-color.org)."""
     return text if os.environ.get("NO_COLOR") else click.style(text, **style)

@@ -14,7 +14,7 @@
       state: el.querySelector(".gt-state"), util: el.querySelector(".gt-util"), mem: el.querySelector(".gt-mem"),
     });
   });
-  const STATE_CLASSES = ["gt-free", "gt-busy", "gt-mine", "gt-reserved", "gt-job", "gt-down"];
+  const STATE_CLASSES = ["gt-free", "gt-closed", "gt-busy", "gt-mine", "gt-reserved", "gt-job", "gt-down"];
 
   const dash = (v) => (v === null || v === undefined ? "–" : v);
   // Whole GiB from 10 up: the figures line fits a narrow tile.
@@ -31,7 +31,8 @@
     if (!up || el.dataset.lost) return "gt-down";
     const state = el.dataset.state;
     if (el.dataset.mine) return "gt-mine";
-    if (state === "free") return users ? "gt-busy" : "gt-free";
+    // "closed": free, but no grant lets this viewer start on it (the server decides).
+    if (state === "free" || state === "closed") return users ? "gt-busy" : "gt-" + state;
     return state === "job" || state === "queue" ? "gt-job" : "gt-reserved";
   }
 

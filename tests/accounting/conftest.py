@@ -5,10 +5,11 @@ Day D = 2026-03-10 (UTC site zone); node-1 has GPUs 0 and 1.
 - GPU 0: owner's booking from D 22:00 to D+1 02:00 (it crosses midnight). Minute samples
   from 22:00: 60 at 80 % and 200 W, then 60 at 0 % and 50 W; none after midnight.
   D: reserved 2 h, used 1 h, idle 1 h, 200 + 50 = 250 Wh. D+1: reserved 2 h, nothing else.
-- GPU 1: nobody's booking; other's job task ran 09:00-10:30. Hour samples at 10:00 and
-  12:00 (11:00 is missing: a gap) at 50 % and 100 W, and raw samples at 12:30:00..12:31:00
-  (7, 10 s each) at 50 % and 100 W. The raw tier wins from 12:30, so the 12:00 hour is
-  dropped: other gets the 10:00 hour (1 h used, 100 Wh); nobody gets 70 s and 70/36 Wh.
+- GPU 1: nobody's booking; other's job task ran 09:00-10:30 (1.5 h unbooked). Hour samples
+  at 10:00 and 12:00 (11:00 is missing: a gap) at 50 % and 100 W, and raw samples at
+  12:30:00..12:31:00 (7, 10 s each) at 50 % and 100 W. The raw tier wins from 12:30, so the
+  12:00 hour is dropped. The 10:00 hour is cut where the task ended: other gets 10:00-10:30
+  (0.5 h used, 50 Wh), nobody 10:30-11:00 and the 70 raw seconds (1870 s, 50 + 70/36 Wh).
 """
 
 from datetime import UTC, date, datetime, timedelta

@@ -18,5 +18,8 @@ def test_per_user_counters(client, history, settings):
     assert got[("hive_user_gpu_used_hours_total", owner)] == 1.0
     assert got[("hive_user_gpu_idle_hours_total", owner)] == 1.0
     assert got[("hive_user_gpu_energy_kwh_total", owner)] == pytest.approx(0.25)
-    assert got[("hive_user_gpu_used_hours_total", frozenset({"user": "other"}.items()))] == 1.0
+    other = frozenset({"user": "other"}.items())
+    assert got[("hive_user_gpu_used_hours_total", other)] == 0.5
+    assert got[("hive_user_gpu_unbooked_hours_total", other)] == 1.5
+    assert got[("hive_user_gpu_idle_hours_total", other)] == 0
     assert not [key for key in got if key[0].startswith("hive_user") and not key[1]]

@@ -31,7 +31,7 @@ def test_another_user_sees_theirs_not_the_owners(client, other_user, figures):
     client.force_login(other_user)
     lines = client.get(API, {**WINDOW, "by": "host"}).json()
     assert [(line["name"], line["used_hours"], line["reserved_hours"]) for line in lines] == [
-        ("node-1", 1.0, 0.0)
+        ("node-1", 0.5, 0.0)
     ]
 
 
@@ -42,8 +42,11 @@ def test_an_admin_sees_everyone_and_exports_csv(client, admin_user, figures):
     answer = client.get(PAGE, {**WINDOW, "format": "csv"})
     assert answer["Content-Type"] == "text/csv" and "attachment" in answer["Content-Disposition"]
     lines = answer.content.decode().splitlines()
-    assert lines[0] == "period,name,reserved_hours,used_hours,idle_hours,energy_kwh,co2e_kg"
-    assert lines[-1] == "2026-03-10,owner,2.0,1.0,1.0,0.25,0.0875"
+    assert lines[0] == (
+        "period,name,reserved_hours,unbooked_hours,used_hours,idle_hours,energy_kwh,co2e_kg"
+    )
+    assert lines[-1] == "2026-03-10,owner,2.0,0.0,1.0,1.0,0.25,0.0875"
+    assert "2026-03-10,other,0.0,1.5,0.5,0.0,0.05," in lines[2]
 
 
 @pytest.mark.parametrize(

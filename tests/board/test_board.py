@@ -104,3 +104,28 @@ def test_anonymous_visitors_are_sent_to_sign_in(client, node, url):
 def test_signed_in_users_and_admins_see_the_board(client, node, persona, url, request):
     client.force_login(request.getfixturevalue(persona))
     assert client.get(url).status_code == 200
+
+
+def test_a_free_gpu_the_viewer_may_not_use_is_not_called_free(
+    client, booked, owner, django_user_model
+):
+    """ "free" means free for the viewer: without a grant for the GPU now, the tile, the
+    summary and the states the page refreshes from say "free, not yours to use"."""
+    gpus, _, _ = booked
+    outsider = django_user_model.objects.create_user("outsider", password="x")
+    outsider.groups.clear()  # no grant at all (the default group's is the only one)
+    html = board(client, outsider)
+    assert "0 of 3 GPUs free" in html
+    assert f'class="gpu-tile gt-closed" id="gpu-{gpus[1].pk}"' in html
+    tile = html.split(f'id="gpu-{gpus[1].pk}"')[1].split("</article>")[0]
+    assert "free, not yours to use" in tile
+    states = client.get(STATES).json()["gpus"]
+    closed = {"state": "closed", "text": "free, not yours to use", "mine": False}
+    assert states[str(gpus[1].pk)] == closed
+    assert states[str(gpus[0].pk)]["state"] == "reserved"  # a booking says more
+    assert str(gpus[1].pk) not in client_states(client, owner)  # free for the owner
+
+
+def client_states(client, user) -> dict:
+    client.force_login(user)
+    return client.get(STATES).json()["gpus"]

@@ -107,7 +107,7 @@ def test_submit_picks_free_gpus_and_says_when_there_are_not_enough(
     assert result.exit_code == 1
     assert (
         "3 GPUs not usable now on any host: There are not 3 GPUs on one host that fit the "
-        "request. Add --queue to start when they are." in result.output
+        "request. Queueing cannot help: ask for fewer GPUs." in result.output
     )
     result = hive("submit", "--host", "node-9", "--", "true")
     assert result.exit_code == 1 and "No host named 'node-9'; hosts: node-2." in result.output
@@ -162,7 +162,8 @@ def test_submit_queue_waits_in_the_queue(hive, signed_in, owner, bookable):
     )
     assert result.exit_code == 0, result.output
     queued = QueuedJob.objects.get()
-    assert f"Queued 'python t.py {{x}}' as queue entry {queued.pk} (2 GPUs on host" in result.output
+    said = f"Queued 'python t.py {{x}}' as queue entry {queued.pk} (2 GPUs on host node-1)"
+    assert said in result.output
     assert queued.state == QueuedJob.State.WAITING and queued.owner == owner
     task = queued.tasks.get()
     assert (task.kind, task.gpu_count, task.host.name) == ("one_host", 2, "node-1")
@@ -215,7 +216,9 @@ def test_a_refused_start_says_why_and_leaves_no_job(hive, signed_in, owner, lab)
     result = hive("submit", "--host", "node-1", "--", "true")
     assert result.exit_code == 1
     assert "1 GPU not usable now on node-1:" in result.output
-    assert "owner is not allowed on node-1:1" in result.output
+    assert "owner is not allowed on node-1:1: no grant covers it now or later" in result.output
+    assert "Queueing cannot help: only an admin can change that." in result.output
+    assert "--queue" not in result.output
     assert not Job.objects.exists()
 
 

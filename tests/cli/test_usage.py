@@ -13,7 +13,7 @@ def test_usage_table_json_and_a_bad_date(hive, signed_in, owner, history):  # no
                   "--to", "2026-03-10")  # fmt: skip
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[1].split() == [
-        "2026-03-10", "node-1", "2.0", "1.0", "1.0", "0.25", "0.09"
+        "2026-03-10", "node-1", "2.0", "0.0", "1.0", "1.0", "0.25", "0.09"
     ]  # fmt: skip
     result = hive("usage", "--from", "2026-03-10", "--to", "2026-03-10", "--json")
     assert [line["name"] for line in json.loads(result.output)] == ["owner"]

@@ -13,10 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from accesscontrol.services import ensure_default_group, profile_for
+from accesscontrol.services import DEFAULT_GROUP_NAME, ensure_default_group, profile_for
 from jobs import remote
 from jobs.models import Job, Task
 from monitoring import localaccounts
@@ -377,3 +378,31 @@ def ended(pid: int) -> bool:
         return open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()[0] == "Z"
     except FileNotFoundError:
         return True
+
+
+def test_a_user_who_may_never_use_the_gpus_gets_an_error_not_a_wait(
+    runner, other_runner, real_nodes
+):
+    """No grant covers the GPUs now or later: each is given up (said once) and gpurun ends
+    with an error while its stream is still open (as `tail -f` keeps it), starting nothing."""
+    Group.objects.get(name=DEFAULT_GROUP_NAME).user_set.remove(other_runner)
+    read_end, write_end = os.pipe()
+    feed = feeding(write_end)
+    feed.write("true\n")
+    result = {}
+    reader = os.fdopen(read_end)
+    thread = threading.Thread(target=lambda: result.update(out=gpurun(reader, user="other")))
+    thread.start()
+    try:
+        thread.join(60)
+        assert not thread.is_alive()
+        output, code = result["out"]
+        assert code == 1, output
+        assert "other is not allowed on node-2:0: no grant covers it now or later" in output
+        assert "gpu 0 given up: other can never use it" in output
+        assert "gpu 1 given up: other can never use it" in output
+        assert "error: other can never use GPUs 0,1 on node-2: ask an admin" in output
+        assert not Job.objects.exists()
+    finally:
+        feed.close()
+        thread.join(60)

@@ -197,3 +197,13 @@ def test_the_page_lists_the_latest_ended_jobs(client, owner):
     client.force_login(owner)
     page = client.get(PAGE).content.decode()
     assert "done-24" in page and "done-05" in page and "done-04" not in page
+
+
+@pytest.mark.parametrize("half_life, said", [(168, "then fair share"), (0, "then first come")])
+def test_the_page_says_how_the_queue_orders(client, owner, waiting, settings, half_life, said):
+    """Fair share orders equals where it is on (the default); without it, arrival does."""
+    settings.QUEUE_FAIRSHARE_HALF_LIFE_HOURS = half_life
+    client.force_login(owner)
+    page = " ".join(client.get("/queue/").content.decode().split())
+    assert f"guaranteed jobs before opportunistic ones, then higher priority, {said}" in page
+    assert ("fair share" in page) == bool(half_life)

@@ -168,7 +168,7 @@ def test_the_queue_agrees(case):
 
 def test_gpurun_agrees(case):
     runner = Runner(host=case.host, owner=case.owner, devices=[case.gpu], out=io.StringIO())
-    _, why = runner.look(case.gpu, seen=case.seen)
+    why, _ = runner.look(case.gpu, seen=case.seen)
     # gpurun asks nvidia-smi itself: a probe's age does not matter to it.
     assert bool(why) == bool(case.expected - {"stale_probe"})
     if why and "foreign_process" not in case.expected:

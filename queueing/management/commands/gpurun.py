@@ -3,6 +3,7 @@ import sys
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.template.defaultfilters import pluralize
 
 from monitoring.models import Device, Host
 from protection.owners import service_user
@@ -56,8 +57,15 @@ class Command(BaseCommand):
             name=name or f"gpurun on {host}",
         )
         code = runner.run(options.get("stdin") or sys.stdin)
+        if code and len(runner.given_up) == len(devices):
+            raise CommandError(
+                f"{owner} can never use GPU{pluralize(devices)} {gpus} on {host}: ask an admin "
+                "for access",
+                returncode=code,
+            )
         if code:
-            raise CommandError(f"{runner.failed} commands failed", returncode=code)
+            commands = f"{runner.started} command{pluralize(runner.started)}"
+            raise CommandError(f"{runner.failed} of {commands} failed", returncode=code)
 
     def devices(self, host: Host, indices: list[int]) -> list[Device]:
         present = {d.index: d for d in host.devices.filter(status=Device.Status.PRESENT)}
