@@ -23,6 +23,11 @@ class Job(models.Model):
     # The template the tasks were rendered from, kept so the job can be duplicated or re-gridded.
     template = models.TextField(blank=True)
     created = models.DateTimeField(auto_now_add=True)
+    # While in the future, gpurun is still feeding the job commands as they come, so all its
+    # tasks having ended is a gap between two commands, not the job's end. gpurun renews it
+    # while it runs and clears it (and tells the end) when it returns; one killed outright
+    # lets it lapse, and the next sync tells the end then (jobs.tasks.tell_lapsed_feeds).
+    fed_until = models.DateTimeField(null=True, blank=True, editable=False, db_index=True)
 
     class Meta:
         ordering = ["-created"]
@@ -33,9 +38,14 @@ class Job(models.Model):
     @property
     def status(self) -> str:
         """Derived from the tasks: running > pending > failed > stopped > succeeded. A task run
-        again counts by its latest run."""
-        latest = (t for t in self.tasks.all() if t.rerun_as_id is None)
-        return derive_status([(t.status, t.exit_code) for t in latest])
+        again counts by its latest run. A job whose active tasks all wait for hosts that do not
+        answer is "host unreachable", not running."""
+        latest = [t for t in self.tasks.all() if t.rerun_as_id is None]
+        status = derive_status([(t.status, t.exit_code) for t in latest])
+        active = [t for t in latest if t.is_active]
+        if status == "running" and all(t.host_unreachable_since for t in active):
+            return "host unreachable"
+        return status
 
 
 def derive_status(states: list[tuple[str, int | None]]) -> str:
@@ -130,6 +140,16 @@ class Task(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+    @property
+    def host_unreachable_since(self):
+        """For an active task whose host stopped answering the probing loop: when the host
+        last answered (or was last probed, if it never did). Such a task is shown as "host
+        unreachable since T" and not counted as running: nobody can tell whether it still
+        runs until the host is back. None otherwise."""
+        if self.status not in self.ACTIVE or self.host.status != Host.Status.UNREACHABLE:
+            return None
+        return self.host.last_seen or self.host.last_probe_at
 
     @property
     def may_rerun(self) -> bool:

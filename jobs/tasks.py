@@ -1,8 +1,9 @@
 """Background work of jobs, run by the django-q2 workers. Arguments are IDs, never instances.
 
 ``after_cycle`` is enqueued after a monitoring cycle (every MONITORING_INTERVAL seconds) when
-hosts of that cycle have active tasks or a scheduled start/stop/kill is due (see
-receivers.py): the probing loop, watched by its own schedule, is the clock.
+hosts of that cycle have active tasks, a scheduled start/stop/kill is due or a gpurun
+stopped feeding its job (see receivers.py): the probing loop, watched by its own schedule, is
+the clock.
 """
 
 import logging
@@ -11,11 +12,13 @@ import socket
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
 from monitoring import lease
+from monitoring.models import Host
 from notifications.send import notify
 
 from . import actions, services
@@ -33,21 +36,26 @@ def after_cycle(host_ids=None) -> str:
     if not lease.acquire(SYNC_ACTIVITY, holder, LEASE_SECONDS):
         return "another sync is running"
     try:
-        return f"{sync_running(host_ids)}; {run_due_actions()}"
+        return f"{sync_running(host_ids)}; {run_due_actions()}{tell_lapsed_feeds()}"
     finally:
         lease.release(SYNC_ACTIVITY, holder)
 
 
 def sync_running(host_ids=None) -> str:
-    """Update running and stopping tasks from their hosts; failures go to the admin."""
+    """Update running and stopping tasks from their hosts, then fetch their logs. Each host
+    is on its own: one that cannot be asked is recorded (by name, where admins look) and the
+    others are synced and their logs fetched all the same."""
     settled = recover_starts(host_ids)
-    tasks = services.tasks_to_sync(host_ids)
-    try:
-        ended = services.sync_tasks(tasks)
-    except Exception as exc:  # recorded where admins look; the next cycle tries again
-        lease.record_failure(SYNC_ACTIVITY, exc)
-        return f"sync failed: {exc}"
-    summary = f"{len(tasks)} active tasks checked, {ended} ended{settled}"
+    tasks, waiting = services.on_reachable_hosts(services.tasks_to_sync(host_ids))
+    outcome = services.sync_by_host(tasks)
+    if outcome.failures:
+        lease.record_failure(SYNC_ACTIVITY, "; ".join(map(str, outcome.failures)))
+    summary = (
+        f"{len(tasks)} active tasks checked, {outcome.ended} ended{settled}"
+        f"{services.waiting_summary(waiting)}"
+    )
+    if failed := len(outcome.failures):
+        summary += f"; {failed} {'host' if failed == 1 else 'hosts'} could not be asked"
     lease.record_success(SYNC_ACTIVITY, summary)
     return f"{summary}; {fetch_logs(host_ids)}"
 
@@ -64,23 +72,33 @@ def fetch_logs(host_ids=None) -> str:
 
 def recover_starts(host_ids=None) -> str:
     """Settle starts interrupted by a dying worker (see services.recover_start); returns
-    e.g. "; interrupted starts: task 4 adopted, task 5 retried" for the sync's summary."""
+    e.g. "; interrupted starts: task 4 adopted, task 5 retried" for the sync's summary.
+    Those on a host that does not answer wait for it."""
     done = []
-    for task in services.interrupted_starts(host_ids):
+    starts, _ = services.on_reachable_hosts(services.interrupted_starts(host_ids))
+    for task in starts:
         try:
             done.append(f"task {task.pk} {services.recover_start(task)}")
         except Exception as exc:  # recorded; the others are settled, the next cycle retries
             log.exception("settling the interrupted start of task %s failed", task.pk)
-            lease.record_failure(SYNC_ACTIVITY, f"interrupted start of task {task.pk}: {exc!r}")
+            lease.record_failure(
+                SYNC_ACTIVITY, f"interrupted start of task {task.pk} on {task.host}: {exc!r}"
+            )
     return f"; interrupted starts: {', '.join(done)}" if done else ""
 
 
 def due_tasks(now):
+    """The tasks whose scheduled start, stop or kill is due. A stop or kill on a host that
+    does not answer waits for the host (the kill's time is kept, not spent on a failure)."""
     starts = Task.objects.filter(status=Task.Status.PENDING, scheduled_start__lte=now)
+    reachable = ~Q(host__status=Host.Status.UNREACHABLE)
     stops = Task.objects.filter(
-        status=Task.Status.RUNNING, scheduled_stop__lte=now, stop_requested_at__isnull=True
+        reachable,
+        status=Task.Status.RUNNING,
+        scheduled_stop__lte=now,
+        stop_requested_at__isnull=True,
     )
-    kills = Task.objects.filter(status=Task.Status.STOPPING, kill_at__lte=now)
+    kills = Task.objects.filter(reachable, status=Task.Status.STOPPING, kill_at__lte=now)
     return starts, stops, kills
 
 
@@ -146,12 +164,22 @@ def _kill_after_grace(task: Task) -> None:
 def pending_sync_wanted(host_ids) -> bool:
     """Whether a cycle over these hosts needs the workers at all (cheap queries only)."""
     active = Q(status__in=Task.ACTIVE, host_id__in=host_ids)  # "starting": maybe interrupted
-    return Task.objects.filter(active).exists() or has_due_work() or actions.logs_wanted(host_ids)
+    answering = ~Q(host__status=Host.Status.UNREACHABLE)  # the others wait for their host
+    return (
+        Task.objects.filter(active, answering).exists()
+        or has_due_work()
+        or actions.logs_wanted(host_ids)
+        or lapsed_feeds().exists()
+    )
 
 
 def tell_job_ended(job_id: int) -> int:
-    """Tell the owner that a job ended, with each task's outcome (once per job)."""
+    """Tell the owner that a job ended, with each task's outcome (once per job). A job that
+    gpurun still feeds is not over when its tasks have all ended: gpurun tells it when it
+    returns, or the sync after its feed lapsed (``tell_lapsed_feeds``)."""
     job = Job.objects.select_related("owner").get(pk=job_id)
+    if job.fed_until and job.fed_until > timezone.now():
+        return 0  # a gap between two of gpurun's commands
     tasks = list(job.tasks.select_related("host"))
     if any(t.status not in Task.ENDED for t in tasks):
         return 0  # a task was added or restarted meanwhile: not over
@@ -159,6 +187,30 @@ def tell_job_ended(job_id: int) -> int:
     link = settings.PUBLIC_URL.rstrip("/") + reverse("job-detail", args=[job.pk])
     subject = f"Your job '{job.name}' ended: {job.status}"
     return notify(job.owner, "job_ended", f"job-{job.pk}-ended", subject, "\n".join(lines), link)
+
+
+def lapsed_feeds(now=None):
+    """Jobs whose gpurun stopped renewing its feed without returning (killed outright)."""
+    return Job.objects.filter(fed_until__lte=now or timezone.now())
+
+
+def tell_lapsed_feeds(now=None) -> str:
+    """Tell the end of each job whose feed lapsed, as gpurun would have when it returned
+    (if its tasks have all ended; else the last one's end tells it). The feed is cleared
+    in the same transaction: exactly one sync tells it, and a failure leaves it for the next."""
+    told = []
+    for job_id in lapsed_feeds(now).values_list("pk", flat=True):
+        try:
+            with transaction.atomic():
+                if lapsed_feeds(now).filter(pk=job_id).update(fed_until=None):
+                    told += [job_id] if tell_job_ended(job_id) else []
+        except Exception as exc:  # recorded; the other jobs are told, the next sync retries
+            log.exception("telling the end of job %s failed", job_id)
+            lease.record_failure(SYNC_ACTIVITY, f"telling the end of job {job_id}: {exc!r}")
+    if not told:
+        return ""
+    jobs = f"job{'s' if len(told) > 1 else ''} {', '.join(map(str, told))}"
+    return f"; told the end of {jobs} (gpurun stopped feeding)"
 
 
 def outcome(task: Task) -> str:

@@ -5,26 +5,36 @@ on the host as the user, with CUDA_VISIBLE_DEVICES set to its GPU.
 One worker thread per GPU takes the next line, starts the task, waits for its end and takes
 the next line, so a GPU is reused as soon as it frees. An end is said at once and recorded
 once the next command on its GPU has started (it is not on the way from one to the next),
-or before gpurun returns. Each start checks the start rule
+or before gpurun returns. While gpurun runs, its job is marked as still fed (Job.fed_until,
+renewed every RENEW_FEED), so that a gap between two commands is not told as the job's end;
+gpurun tells the end when it returns, however it returns, and the service's sync does once
+the mark lapses if gpurun was killed outright. Each start checks the start rule
 (queueing.availability) once, given what nvidia-smi on the host showed right after our last
 task there ended (so any process is someone else's), in the same transaction that records
 the task and claims it: a refused start leaves nothing behind. A GPU refused is skipped, and
-said so, until it passes. On the service's own machine each worker keeps one shell open as
-the user (jobs.remote.launchers), which runs its starts and waits.
+said so, until it passes; one refused for a lasting reason (no grant now or later, no
+account, a ban without end: see queueing.availability) is given up, and when every GPU asked
+is given up gpurun ends with an error instead of waiting for ever. On the service's own
+machine each worker keeps one shell open as the user (jobs.remote.launchers), which runs its
+starts and waits.
 """
 
 import threading
 from collections import deque
 from contextlib import suppress
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
+from django.template.defaultfilters import pluralize
+from django.utils import timezone
 
 from accesscontrol.accounts import RunAs
 from jobs import services as job_services
 from jobs.models import Job, Task
+from jobs.tasks import tell_job_ended
 from monitoring import parsers
 from monitoring.connections import pool
 from monitoring.models import Device, Host
@@ -114,6 +124,12 @@ ENDING = ["status", "exit_code", "error", "ended_at"]
 # (accesscontrol.changes), so a small cache costs nothing measurable (bench/queue_gpurun.py).
 WORKER_PAGE_CACHE_KIB = 64
 
+# A gpurun that stops renewing its job's feed (killed outright) lets it lapse after FEED; the
+# service's next sync then tells the job's end. Renewed well before, so a slow database or a
+# busy machine does not make a running gpurun's gap look like the end.
+FEED = timedelta(seconds=60)
+RENEW_FEED = timedelta(seconds=15)
+
 
 def keep_page_cache_small() -> None:
     """Bound this thread's SQLite page cache (for the rest of its connection's life)."""
@@ -134,11 +150,13 @@ class Runner:
     started: int = 0
     failed: int = 0
     running: dict = field(default_factory=dict)  # GPU index -> its task
+    given_up: set = field(default_factory=set)  # GPU indices the owner can never use
     # GPU index -> (its last task, that task's end as the host told it), until recorded.
     told: dict = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)  # the counts and the output
     claiming: threading.Lock = field(default_factory=threading.Lock)  # a start's transaction
     stopping: threading.Event = field(default_factory=threading.Event)
+    fed_at: datetime | None = None  # when the job's feed was last renewed
 
     def say(self, text: str) -> None:
         with self.lock:
@@ -146,6 +164,14 @@ class Runner:
             self.out.flush()
 
     def run(self, stream) -> int:
+        """Run the stream's commands; the exit status. However it returns, the job is fed no
+        more then, and its end is told once its tasks have all ended."""
+        try:
+            return self.run_all(stream)
+        finally:
+            self.end_feed()
+
+    def run_all(self, stream) -> int:
         lines = Lines()
         threading.Thread(target=lines.read, args=(stream,), daemon=True).start()
         workers = [
@@ -157,12 +183,42 @@ class Runner:
             for worker in workers:
                 while worker.is_alive():
                     worker.join(0.5)
+                    self.keep_feeding()
         except KeyboardInterrupt:
             self.stop_all()
             return 130
+        if len(self.given_up) == len(self.devices):
+            self.say(f"gpurun: {self.owner} can never use any of the GPUs asked; nothing more runs")
+            return 1
         job = f" (job {self.job.pk})" if self.job else ""
-        self.say(f"gpurun: {self.started} commands run, {self.failed} failed{job}")
+        commands = f"{self.started} command{pluralize(self.started)}"
+        self.say(f"gpurun: {commands} run, {self.failed} failed{job}")
         return 1 if self.failed else 0
+
+    # --- the job's feed ---------------------------------------------------------------------
+
+    def keep_feeding(self) -> None:
+        """Renew the job's feed (created with it, in ``claim``) every RENEW_FEED."""
+        now = timezone.now()
+        job = self.job
+        if job is None or self.fed_at is None or now < self.fed_at + RENEW_FEED:
+            return
+        self.fed_at = now  # a failure is said once and tried again at the next renewal
+        try:
+            Job.objects.filter(pk=job.pk).update(fed_until=now + FEED)
+        except DatabaseError as exc:
+            self.say(f"gpurun: could not renew job {job.pk}'s feed: {exc}")
+
+    def end_feed(self) -> None:
+        """Fed no more: the job's end is told now if its tasks have all ended, else when the
+        last one's end is recorded. A failure keeps the feed, for the sync to tell once it
+        lapses."""
+        with self.claiming:  # not while a start's transaction may still take the job back
+            if self.job is None:
+                return
+            with transaction.atomic():
+                Job.objects.filter(pk=self.job.pk).update(fed_until=None)
+                tell_job_ended(self.job.pk)
 
     # --- one GPU ---------------------------------------------------------------------------
 
@@ -199,7 +255,9 @@ class Runner:
                     seen = self.wait_for_end(device, task)
                 elif said:  # another GPU may take the line while this one waits
                     lines.give_back(command)
-                    said = self.wait_until_usable(device, said, lines)
+                    said = self.wait_until_usable(device, said, lines, processes)
+                    if device.index in self.given_up:
+                        return
         finally:
             self.record_end(device)
             connection.close()
@@ -212,24 +270,33 @@ class Runner:
             )
         return why
 
-    def wait_until_usable(self, device: Device, said: str, lines: Lines) -> str:
-        """Check the GPU every second until it is usable, or nothing is left to run."""
-        while said and not self.stopping.wait(1.0) and not lines.finished():
-            said = self.check(device, said, self.why_not(device))
+    def wait_until_usable(self, device: Device, said: str, lines: Lines, processes) -> str:
+        """Check the GPU every second until it is usable or nothing is left to run; give it
+        up at once when it never will be (a lasting reason: waiting would be for ever)."""
+        lasting = self.lasting(device, processes)
+        while said and not lasting and not self.stopping.wait(1.0) and not lines.finished():
+            why, lasting = self.look(device)
+            said = self.check(device, said, why)
+        if said and lasting:
+            with self.lock:
+                self.given_up.add(device.index)
+            self.say(f"gpu {device.index} given up: {self.owner} can never use it (ask an admin)")
         return said
 
-    def why_not(self, device: Device) -> str:
-        """Why the GPU cannot be used now ("" if it can), asking the host what runs on it."""
-        return self.look(device)[1]
+    def lasting(self, device: Device, processes) -> bool:
+        """Whether waiting cannot make the GPU usable by the owner (only an admin can)."""
+        reasons = may_start(self.owner, [device], job=self.job, processes=processes)
+        return any(reason.lasting for reason in reasons)
 
-    def look(self, device: Device, seen: str | None = None) -> tuple[dict | None, str]:
-        """(the host's GPU processes now, as the start rule takes them; why the GPU cannot be
-        used now, "" if it can). ``seen``: as for processes_now."""
+    def look(self, device: Device, seen: str | None = None) -> tuple[str, bool]:
+        """(why the GPU cannot be used now, "" if it can; whether that reason is lasting),
+        asking the host what runs on it. ``seen``: as for processes_now."""
         processes, why = self.processes_now(seen)
         if processes is None:
-            return None, why
+            return why, False
         reasons = may_start(self.owner, [device], job=self.job, processes=processes)
-        return processes, (reasons[0].text if reasons else "")
+        why = reasons[0].text if reasons else ""
+        return why, any(reason.lasting for reason in reasons)
 
     def processes_now(self, seen: str | None = None) -> tuple[dict | None, str]:
         """(the host's GPU processes, as the start rule takes them, or None; "" or why the
@@ -285,6 +352,9 @@ class Runner:
                             description="Commands run by gpurun.",
                         )
                         task = self.job.tasks.get()
+                        self.fed_at = timezone.now()  # fed before its first task can end
+                        self.job.fed_until = self.fed_at + FEED
+                        self.job.save(update_fields=["fed_until"])
                     else:
                         task = job_services.add_task(self.job, spec)
                     account = job_services.claim_start(task, self.owner, processes)
