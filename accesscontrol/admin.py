@@ -22,6 +22,7 @@ from .models import (
     Message,
     Profile,
     RunAsAllowance,
+    UpgradeNote,
     Window,
 )
 from .permissions import RestrictedAdminMixin
@@ -174,6 +175,22 @@ class RunAsAllowanceAdmin(admin.ModelAdmin):
         if not change:
             obj.created_by = request.user
         super().save_model(request, obj, form, change)
+
+
+@admin.register(UpgradeNote)
+class UpgradeNoteAdmin(admin.ModelAdmin):
+    """Read and delete only: a note is the upgrade's question; the answer is made elsewhere
+    (a profile, an allowance), then the note is deleted."""
+
+    list_display = ["created", "kind", "user", "text"]
+    list_filter = ["kind"]
+    search_fields = ["text", "user__username"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Profile)

@@ -9,6 +9,7 @@ class AccesscontrolConfig(AppConfig):
 
     def ready(self):
         from . import (
+            checks,  # noqa: F401  (registers what an upgrade left for the admin)
             firstadmin,  # noqa: F401  (removes the first admin's password file at sign-in)
             receivers,  # noqa: F401  (connects the signal receivers)
         )

@@ -257,6 +257,42 @@ class AccessChange(models.Model):
         return self.token
 
 
+class UpgradeNoteQuerySet(models.QuerySet):
+    def open(self):
+        """Notes still waiting for an admin. One about a user's UNIX name is settled once the
+        user has an account (usual or on some host), whichever the admin chose."""
+        named = Profile.objects.filter(Q(unix_username__gt="") | Q(host_accounts__isnull=False))
+        return self.exclude(kind=UpgradeNote.Kind.UNIX_NAME, user__in=named.values("user"))
+
+
+class UpgradeNote(models.Model):
+    """Something an upgrade's data migration could not decide alone (e.g. whether a user's
+    empty UNIX name, which once meant his user name ``root``, should now name an account).
+    ``doctor``, ``check --tag upgrade`` and ``/healthz`` show the open ones; the admin deletes
+    a note once decided."""
+
+    class Kind(models.TextChoices):
+        UNIX_NAME = "unix name", "UNIX account name"
+        RUN_AS = "run as", "Run-as allowance"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    text = models.TextField()
+    created = models.DateTimeField(default=timezone.now)
+
+    objects = UpgradeNoteQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created", "pk"]
+        verbose_name = "note left by an upgrade"
+        verbose_name_plural = "notes left by an upgrade"
+
+    def __str__(self):
+        return self.text[:80]
+
+
 class MessageQuerySet(models.QuerySet):
     def active(self, at=None):
         at = at or timezone.now()

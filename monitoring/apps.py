@@ -8,5 +8,6 @@ class MonitoringConfig(AppConfig):
     def ready(self):
         from . import (
             checks,  # noqa: F401  (registers the settings checks)
+            dbversion,  # noqa: F401  (registers the check that the database is not newer)
             supervisor,  # noqa: F401  (the workers' notes for their supervisor)
         )
