@@ -74,7 +74,8 @@ serving_request: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 )
 
 
-def _not_in_request(argv) -> None:
+def refuse_in_request(argv) -> None:
+    """HostCallInRequest while a web request is served: every transport asks this first."""
     path = serving_request.get()
     if path is not None:
         raise HostCallInRequest(
@@ -151,7 +152,7 @@ class LocalTransport:
     """Runs commands on the machine the service runs on, without SSH."""
 
     def run(self, argv: list[str], timeout: float, stdin: str | None = None) -> CommandResult:
-        _not_in_request(argv)
+        refuse_in_request(argv)
         check_command(argv)
         try:
             proc = subprocess.run(
@@ -277,7 +278,7 @@ class SSHTransport:
     def start(self, argv: list[str]) -> paramiko.Channel:
         """Start a long-running command; the caller talks to it over the returned channel
         (its stdin and stdout) and closes it."""
-        _not_in_request(argv)
+        refuse_in_request(argv)
         line = check_command(argv)
         chan = self._open_channel()
         try:
@@ -289,7 +290,7 @@ class SSHTransport:
         return chan
 
     def run(self, argv: list[str], timeout: float, stdin: str | None = None) -> CommandResult:
-        _not_in_request(argv)
+        refuse_in_request(argv)
         line = check_command(argv)
         chan = self._open_channel()
         try:
