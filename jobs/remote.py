@@ -34,29 +34,42 @@ from monitoring.transport import CommandResult, TransportError
 # "~/x" means the account's home on the host; resolved there, never by the service.
 _RESOLVE_DIR = 'dir=$1; case $dir in "~/"*) dir=$HOME/${dir#"~/"};; esac; '
 
-# The screen window's shell. It traps INT/TERM/HUP with a no-op (children still get the
+# The screen window's shell. It traps INT and TERM with a no-op (children still get the
 # default actions), so it outlives the command and writes its exit code even when the
 # command is interrupted. The command runs in a shell that, on those signals, exits only
 # once its foreground program has (with that program's status): a program that ignores
 # SIGTERM keeps the task running until it is killed, instead of looking ended. A `tail -f`
 # shows the log to whoever attaches with `screen -x`; being an asynchronous command of a
-# non-interactive shell it ignores SIGINT, and it ends with the window: the shell leads the
-# window's session, and its exit hangs up the terminal (SIGHUP to the tail). So the window
-# closes with its command, with no process of its own after the end (a lingering `sleep`
-# would run just as the next start begins); the log stays in its file and on the page. Once
-# the exit file is in place, a line into the task's FIFO, if a waiter made one (opened
-# read-write, so it never blocks), wakes whoever waits there (WAIT_EXIT). Between the
-# command's end and that line only shell built-ins run (the exit file is written
-# by printf, its time is its mtime): a process started there would delay every next start
-# of gpurun and the queue by its fork and exec, a few ms on a loaded host. The file is a few
+# non-interactive shell it ignores SIGINT. The window's processes are its process group (the
+# shell leads it; SIGNAL stops a task by it), and none outlives the window:
+# - when the command ends, the shell, once the exit file and the FIFO line are out, sends
+#   SIGHUP to its group (itself excepted): the tail, and whatever the command left running
+#   in the background, end as at the close of a terminal. The kernel would do so too when
+#   the shell, the session's leader, exits, but only to the terminal's foreground group of
+#   that moment, which a command may have changed;
+# - when the terminal goes away first (`screen -X quit`, screen killed) or someone sends
+#   SIGHUP to the shell, the shell ends at once, as a login shell would (a trapped signal
+#   would wait for the foreground command: a `sleep 300` would keep the window for 5
+#   minutes), with no exit code (a sync reports the session ended without one), and the
+#   kernel sends SIGHUP to the group of the hung-up terminal.
+# Neither shell traps SIGHUP: a process the command forks inherits its shell's traps until
+# it resets them, so a SIGHUP sent just then (a command that ends right after starting
+# something in the background) would be lost.
+# So the window closes with its command, with no process of its own after the end (a
+# lingering `sleep` would run just as the next start begins); the log stays in its file and
+# on the page. Once the exit file is in place, a line into the task's FIFO, if a waiter made
+# one (opened read-write, so it never blocks), wakes whoever waits there (WAIT_EXIT). Between
+# the command's end and that line only shell built-ins run (the exit file is written by
+# printf, its time is its mtime): a process started there would delay every next start of
+# gpurun and the queue by its fork and exec, a few ms on a loaded host. The file is a few
 # bytes in one write; a reader who comes between its creation and that write finds it empty
 # and takes it as not there yet.
 WINDOW = (
-    'log=$1 exitf=$2 pidf=$3 cmd=$4 donef=$5; trap : INT TERM HUP; echo $$ > "$pidf"; '
+    'log=$1 exitf=$2 pidf=$3 cmd=$4 donef=$5; trap : INT TERM; echo $$ > "$pidf"; '
     'tail -n +1 -f "$log" 2>/dev/null & '
-    'sh -c \'trap exit INT TERM HUP; eval "$1"\' sh "$cmd" >> "$log" 2>&1; code=$?; '
+    'sh -c \'trap exit INT TERM; eval "$1"\' sh "$cmd" >> "$log" 2>&1; code=$?; '
     'printf "%s\\n" "$code" > "$exitf"; if [ -p "$donef" ]; then echo 1<>"$donef"; fi; '
-    "exit $code"
+    'trap "" HUP; kill -s HUP 0; exit $code'
 )
 
 # Start the window detached, wait (up to about 5 s, in 1 ms steps: the pid comes within a
@@ -113,20 +126,21 @@ SYNC = _RESOLVE_DIR + (
 # holds the task's FIFO open read-write before looking for the file, so the window's line
 # (written after the file) is never missed, and it sleeps in the shell's own `read` without
 # polling, so no process stands between the window's line and the answer; a timer in the
-# background writes a line of its own after $3 seconds (killed when the end came first: its
-# `sleep` then runs out alone, holding none of the call's output, so the call ends at once,
-# and a line written with no reader left is lost). The first wait makes the FIFO; the
-# window, which writes the file before it looks for the FIFO, either finds it or wrote the
-# file before it was made, which the waiter then sees in its second look. Tasks whose FIFO
-# could not be made are polled every 50 ms. Once the file is there, the
+# background writes a line of its own after $3 seconds (killed when the end came first, and
+# its `sleep` with it: it waits for the sleep with `wait`, which a trapped signal interrupts,
+# so no sleep outlives the call; a line written with no reader left is lost). The first wait
+# makes the FIFO; the window, which writes the file before it looks for the FIFO, either
+# finds it or wrote the file before it was made, which the waiter then sees in its second
+# look. Tasks whose FIFO could not be made are polled every 50 ms. Once the file is there, the
 # optional command after the fourth argument runs too (what the waiter needs next, without
 # another round trip), its output and status after a marker line.
 WAIT_EXIT = _RESOLVE_DIR + (
     'secs=$3 steps=$4 exitf="$dir/$2.exit" donef="$dir/$2.done" before=; '
     'if [ -f "$exitf" ]; then before=1; '
     'elif [ -p "$donef" ] || mkfifo "$donef" 2>/dev/null; then exec 3<>"$donef"; '
-    'if [ ! -f "$exitf" ]; then (sleep "$secs"; echo 1<>"$donef") >/dev/null 2>&1 3<&- & '
-    "timer=$!; "
+    'if [ ! -f "$exitf" ]; then '
+    '(trap \'kill $! 2>/dev/null; exit\' TERM; sleep "$secs" & wait $!; echo 1<>"$donef") '
+    ">/dev/null 2>&1 3<&- & timer=$!; "
     "read -r line <&3; kill $timer 2>/dev/null; fi; exec 3<&-; "
     'else i=0; while [ ! -f "$exitf" ] && [ $i -lt "$steps" ]; do sleep 0.05; i=$((i+1)); '
     'done; fi; [ -f "$exitf" ] || exit 0; IFS= read -r ended < "$exitf"; '
@@ -140,7 +154,9 @@ FREE_PORT = (
     "import socket; s = socket.socket(); s.bind(('', 0)); print(s.getsockname()[1]); s.close()"
 )
 
-SESSION_LINE = re.compile(r"^\s+(\d+)\.(\S+)\s")
+# A line of `screen -ls` naming a live session: one whose screen process was killed stays
+# listed, as "(Dead ???)", until someone wipes it, and runs nothing.
+SESSION_LINE = re.compile(r"^\s+(\d+)\.(\S+)\s(?!.*\(Dead \?\?\?\))")
 
 
 class RemoteError(Exception):

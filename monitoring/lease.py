@@ -2,10 +2,14 @@
 
 Works the same on SQLite and PostgreSQL, across processes and machines, with no lock held
 between calls: a holder that dies simply stops renewing, and its lease expires.
+
+Expiry is reckoned by ``clock()``, read by every function here and nowhere else, so tests
+stand time still or move it on (``monkeypatch.setattr(lease, "clock", ...)``) instead of
+sleeping until a lease runs out, and pass the same on a busy machine as on an idle one.
 """
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -15,6 +19,11 @@ from django_q.tasks import async_task
 from .models import Activity
 
 log = logging.getLogger(__name__)
+
+
+def clock() -> datetime:
+    """Now, as leases are reckoned (the service's clock; see the module's docstring)."""
+    return timezone.now()
 
 
 def activity(name: str) -> Activity:
@@ -29,7 +38,7 @@ def activity(name: str) -> Activity:
 def acquire(name: str, holder: str, seconds: float) -> bool:
     """Take the lease if it is free, expired, or already ours; True if we hold it now."""
     activity(name)
-    now = timezone.now()
+    now = clock()
     free = Q(lease_expires__isnull=True) | Q(lease_expires__lte=now) | Q(holder=holder)
     taken = Activity.objects.filter(free, name=name).update(
         holder=holder, lease_expires=now + timedelta(seconds=seconds)
@@ -43,7 +52,7 @@ def renew(name: str, holder: str, seconds: float) -> bool:
     A takeover always changes the holder, so "still ours" is just "holder is us".
     """
     renewed = Activity.objects.filter(name=name, holder=holder).update(
-        lease_expires=timezone.now() + timedelta(seconds=seconds)
+        lease_expires=clock() + timedelta(seconds=seconds)
     )
     return renewed == 1
 

@@ -15,6 +15,8 @@ from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 
+from tests import leftovers
+
 # Test files that depend on the profile, besides those marked `profile` in their own module.
 # A directory covers every file under it.
 PROFILE_PATHS = (
@@ -91,6 +93,41 @@ def pytest_collection_modifyitems(config, items):
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected
+
+
+# How long a process the test told to end may take to do so before it counts as left behind.
+LEFTOVER_GRACE_SECONDS = 5.0
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left_behind(tmp_path_factory):
+    """Fails the test that leaves a process running (its own descendants, and processes whose
+    command line names this run's temporary directory, like screen windows), after a grace
+    period for those already ending, and ends them. The first autouse fixture: it looks
+    after every other function fixture has cleaned up."""
+    if not os.path.isdir("/proc/self"):  # (the suite runs on Linux; elsewhere: no check)
+        yield
+        return
+    marks = (f"{tmp_path_factory.getbasetemp()}{os.sep}",)
+    before = leftovers.ours(marks)
+    yield
+    if left := leftovers.left_behind(before, marks, grace=LEFTOVER_GRACE_SECONDS):
+        leftovers.end(left)
+        names = "\n  ".join(map(str, left))
+        pytest.fail(f"the test left {len(left)} process(es) running:\n  {names}", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_ssh_connection_kept():
+    """The service keeps its SSH connections open in process-wide pools (monitoring's, and
+    one per account for jobs); a test's end closes them, so the sshd's session processes
+    end with the test that opened them (checked just after, by the fixture above)."""
+    yield
+    from jobs import remote
+    from monitoring.connections import pool
+
+    pool.close()
+    remote.close_all()
 
 
 @pytest.fixture(scope="session")

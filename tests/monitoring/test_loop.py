@@ -3,6 +3,7 @@
 import socket
 import threading
 import time
+from datetime import timedelta
 from itertools import pairwise
 
 import pytest
@@ -33,6 +34,37 @@ class RecordingLoop(ProbeLoop):
         host_ids = super().cycle()
         self.log.append((self.holder, started, time.monotonic()))
         return host_ids
+
+
+class StillClock:
+    """The leases' clock (monitoring.lease.clock), standing still until a test moves it on:
+    a lease expires when the test says, however slowly a busy machine runs the loops."""
+
+    def __init__(self):
+        self.now = timezone.now()
+
+    def __call__(self):
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def lease_clock(monkeypatch):
+    clock = StillClock()
+    monkeypatch.setattr(lease, "clock", clock)
+    return clock
+
+
+def wait_until(predicate, timeout=60.0):
+    """Poll until predicate() is true (False after ``timeout`` seconds: a hung loop)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 @pytest.fixture
@@ -70,16 +102,20 @@ def run_in_thread(loop, run_for, outcome):
     return thread
 
 
-def test_two_loops_never_probe_concurrently(node):
+def test_two_loops_never_probe_concurrently(node, lease_clock):
     log, outcome = [], {}
-    first = run_in_thread(RecordingLoop("a", log), 2.0, outcome)
-    time.sleep(0.5)
-    second = run_in_thread(RecordingLoop("b", log), 2.0, outcome)
-    first.join()
-    second.join()
+    first = RecordingLoop("a", log)
+    thread = run_in_thread(first, 60.0, outcome)
+    try:
+        assert wait_until(lambda: len(log) >= 2)  # a holds the lease and probes
+        second = run_in_thread(RecordingLoop("b", log), 2.0, outcome)
+        second.join()
+        assert wait_until(lambda: len(log) >= 4)  # and goes on probing
+    finally:
+        first.stop()
+        thread.join()
     assert outcome["b"].startswith("another loop (a) holds the lease")
     assert {holder for holder, _, _ in log} == {"a"}
-    assert len(log) >= 3
 
 
 def test_the_successor_takes_over_when_the_lease_is_released(node):
@@ -91,22 +127,24 @@ def test_the_successor_takes_over_when_the_lease_is_released(node):
     assert all(a_end <= b_start for (_, a_end), (b_start, _) in pairwise(spans))
 
 
-def test_a_crashed_loops_lease_expires_and_another_takes_over(node):
+def test_a_crashed_loops_lease_expires_and_another_takes_over(node, lease_clock):
     # A loop that took the lease and died leaves exactly this row behind.
-    assert lease.acquire(LOOP_ACTIVITY, "crashed-worker", seconds=1.0)
+    assert lease.acquire(LOOP_ACTIVITY, "crashed-worker", seconds=30)
     log = []
     refused = RecordingLoop("b", log).run(0.5)
     assert "crashed-worker" in refused and log == []
-    time.sleep(1.1)
+    lease_clock.advance(29)
+    assert "crashed-worker" in RecordingLoop("b", log).run(0.5)
+    lease_clock.advance(1)  # the lease ends at its expiry
     assert RecordingLoop("c", log).run(0.5).endswith("cycles")
     assert log and {h for h, _, _ in log} == {"c"}
     assert Activity.objects.get(name=LOOP_ACTIVITY).holder == ""  # released on the way out
 
 
-def test_a_loop_that_lost_its_lease_stops_probing(node):
+def test_a_loop_that_lost_its_lease_stops_probing(node, lease_clock):
     loop = RecordingLoop("a", [])
-    assert lease.acquire(LOOP_ACTIVITY, "a", seconds=0.1)
-    time.sleep(0.2)
+    assert lease.acquire(LOOP_ACTIVITY, "a", seconds=30)
+    lease_clock.advance(31)
     assert lease.acquire(LOOP_ACTIVITY, "b", seconds=5)
     assert not lease.renew(LOOP_ACTIVITY, "a", seconds=5)
     assert loop.run(1.0).startswith("another loop (b)")

@@ -92,6 +92,24 @@ def test_a_probe_session_reads_alike_under_each_shell(shell, local_gpus):
 
 
 @pytest.mark.parametrize("shell", SHELLS)
+def test_samples_asked_back_to_back_each_measure_the_cpu(shell, local_gpus):
+    """Samples asked at once follow each other within a few ms, often within one clock tick
+    of /proc/stat (on a busy machine as on an idle one): each still reports a utilisation,
+    measured over at least one tick."""
+    require(shutil.which(shell), f"{shell} is not installed")
+    env, first, second = local_gpus
+    argv = [shell, "-c", SESSION_SCRIPT, "probe-session", "10", "/"]
+    loop = subprocess.run(
+        argv, input="0\n" * 20, env=env, capture_output=True, text=True, timeout=60, check=True
+    )
+    samples = loop.stdout.split(SESSION_END + "\n")[:-1]
+    assert len(samples) == 20
+    stats = [sample.split("@@stat\n")[1].splitlines()[:2] for sample in samples]
+    assert all(before != after for before, after in stats)
+    assert all(interpret(Host(name="local"), s).cpu["utilization"] is not None for s in samples)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
 def test_a_procps_without_quick_pid_selection_is_asked_again_with_p(shell, local_gpus, tmp_path):
     """procps before 3.3.7 (RHEL 6) refuses `ps -q`: the probe asks again with `-p`, and sees
     the same processes."""

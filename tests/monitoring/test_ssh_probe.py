@@ -10,6 +10,7 @@ from django.core.management import call_command
 from monitoring.connections import pool
 from monitoring.inventory import probe_and_record
 from monitoring.models import Device, Host
+from tests import leftovers
 from tests.monitoring.conftest import make_host
 from tests.realparts import Sshd, require
 
@@ -182,6 +183,7 @@ def test_it_reconnects_after_the_server_restarts(ssh_host, sshd, gpus):
         assert not probe_and_record(ssh_host, force=True).reachable
     finally:
         sshd.start()
+        leftovers.keep(sshd.proc.pid)  # the session's sshd again: its fixture stops it
     ssh_host.refresh_from_db()
     assert probe_and_record(ssh_host, force=True).reachable
 
