@@ -89,3 +89,15 @@ class HiveAutoSchema(AutoSchema):
             yield "409", "Changed or cancelled since it was read; reload and try again."
         if getattr(self.view, "throttle_classes", None):
             yield "429", "Too many requests; retry after the time `detail` gives."
+
+
+def empty_means_absent(result, generator, request, public):
+    """drf-spectacular postprocessing hook: an optional query parameter sent empty (``?since=``)
+    means what leaving it out means, as DRF reads an empty form value; the schema says so
+    (``allowEmptyValue``), so that clients and schemathesis agree with the API on it."""
+    for path in result.get("paths", {}).values():
+        for operation in path.values():
+            for parameter in operation.get("parameters", ()) if isinstance(operation, dict) else ():
+                if parameter.get("in") == "query" and not parameter.get("required"):
+                    parameter["allowEmptyValue"] = True
+    return result
