@@ -19,7 +19,7 @@ bulk), `one-shot` (a new channel and shell per probe, MONITORING_PROBE_SESSIONS 
 `per-host` (one-shot probes recorded one host and one GPU at a time, as before issue 18).
 
 With --fresh it also times the TensorHive way (six separate commands over a fresh SSH login
-each, concurrently across hosts) and a bare client's floor, as in earlier README tables.
+each, concurrently across hosts) and a bare client's floor (bench/RESULTS.md, Probing).
 
 Run: .venv/bin/python bench/monitoring_cycle.py [--fresh] [--ways a,b] [N ...]
 (default N: 10 50 100 200). History is stored every cycle (the worst case) unless
@@ -245,7 +245,7 @@ def floor(clients: list[paramiko.SSHClient], executor: ThreadPoolExecutor) -> No
 
 
 def bench_fresh(n: int, pids: list[int]) -> dict:
-    """The earlier README table's columns: one command, fresh logins, the bare floor."""
+    """The --fresh columns: one command, fresh logins, the bare floor."""
     hosts = list(Host.objects.filter(enabled=True).order_by("pk"))
     one = timed(lambda: pool.run(hosts[0], ["true"]), repeats=20)
     failures = []

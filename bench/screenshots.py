@@ -1,5 +1,6 @@
-"""Screenshots of the pages for the README, at desktop and phone widths, from a running
-service seeded with `manage.py demo` (Playwright driving Debian's Chromium).
+"""Screenshots of the pages for the manual (README.md, docs/using.md), at desktop and phone
+widths, from a running service seeded with `manage.py demo` (Playwright driving Debian's
+Chromium).
 
     .venv/bin/python manage.py demo
     bin/serve &                                   # or any running instance

@@ -5,7 +5,7 @@ Started as a new interpreter (`manage.py qcluster`), the cluster loaded Django a
 again: two copies of the same 40-odd MiB, one in the supervisor and one shared by the
 cluster's seven processes. Forked, the cluster and every process it forks share the
 supervisor's pages, and a (re)start costs no Python start-up (bench/memory.py, 100 hosts:
-56 MiB less PSS for the whole service; the README's memory section has the figures).
+56 MiB less PSS for the whole service; bench/RESULTS.md, Memory, has the figures).
 
 The forked child is the cluster's sentinel itself. `manage.py qcluster` runs a top process
 that only starts the sentinel and waits for a stop signal to pass on: one more copy of the

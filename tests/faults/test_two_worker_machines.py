@@ -1,4 +1,4 @@
-"""Workers on two machines, as the README's "Production" section sets them up: each machine has
+"""Workers on two machines, as docs/operating.md, "Production", sets them up: each machine has
 its own data directory with the service's SSH key copied into it, the same hive.env (one
 PostgreSQL, one Redis, one SECRET_KEY) and runs what `deploy/systemd/gpuhive-workers.service`
 runs (`manage.py workers`: the schedules, then the cluster under its supervisor), each in a
@@ -65,7 +65,7 @@ def unit_command() -> list[str]:
 
 
 class WorkerMachine:
-    """One worker machine: its own HIVE_DATA_DIR with the service key copied in (the README:
+    """One worker machine: its own HIVE_DATA_DIR with the service key copied in (docs/operating.md:
     `scp -rp` of the ssh folder, 0700 and 0600), the shared hive.env, gpuhive-workers."""
 
     def __init__(self, name: str, root: Path, key_dir: Path, hive_env: dict):

@@ -80,7 +80,9 @@ def test_killed_workers_are_replaced_and_work_resumes_each_task_once(
     workers, tmp_path, victims, settings
 ):
     if settings.REDIS_URL and victims != "all workers":
-        pytest.skip("on Redis, work queued while the cluster stalls is lost (README, Workers)")
+        pytest.skip(
+            "on Redis, work queued while the cluster stalls is lost (docs/operating.md, Workers)"
+        )
     until(last_seen, 60, "a first probe", workers)
     until(lambda: len(workers.workers()) == 3, 60, "three workers up", workers)
     # The idle worker in line holds the task queue's lock: killed, it leaves the queue stalled.
@@ -94,7 +96,8 @@ def test_killed_workers_are_replaced_and_work_resumes_each_task_once(
     started = time.monotonic()
     if settings.REDIS_URL:
         # Tasks a stalled cluster took off Redis are gone with it (no acknowledgement in
-        # django-q2's Redis broker; README, Workers): here the work comes after the restart.
+        # django-q2's Redis broker; docs/operating.md, Workers): here the work comes after the
+        # restart.
         until(restarted, BOUND, "the stalled cluster restarted", workers)
 
     notes = tmp_path / "notes"
