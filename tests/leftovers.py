@@ -95,15 +95,41 @@ def keep(pid: int) -> None:
         _kept.add((proc.pid, proc.started))
 
 
+# Roots of process trees a session fixture owns whole, children to come included (the
+# browser, which starts helper processes when it needs them): (pid, start time).
+_kept_trees: set[tuple[int, int]] = set()
+
+
+def keep_tree(pid: int) -> None:
+    """Do not count ``pid`` or any process below it, now or later: a session fixture that
+    ends ``pid`` ends them all."""
+    if (proc := _read(str(pid))) is not None:
+        _kept_trees.add((proc.pid, proc.started))
+
+
+def in_kept_trees() -> set[int]:
+    table = processes()
+    spared = set()
+    for pid, started in _kept_trees:
+        if pid in table and table[pid].started == started:
+            spared |= {pid} | descendants(pid, table)
+    return spared
+
+
 def left_behind(
     before: dict[tuple[int, int], Proc], marks: tuple[str, ...], grace: float
 ) -> list[Proc]:
     """The processes of ours that were not there ``before`` and still run after up to
     ``grace`` seconds (the time a process that was told to end may take to do so); none
-    that was kept (``keep``)."""
+    that was kept (``keep``, ``keep_tree``)."""
     deadline = time.monotonic() + grace
     while True:
-        new = [p for key, p in ours(marks).items() if key not in before and key not in _kept]
+        spared = in_kept_trees()
+        new = [
+            p
+            for key, p in ours(marks).items()
+            if key not in before and key not in _kept and p.pid not in spared
+        ]
         if not new or time.monotonic() >= deadline:
             return sorted(new, key=lambda proc: proc.pid)
         time.sleep(0.1)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import leftovers
 from tests.realparts import require
 
 CHROMIUM = os.environ.get("HIVE_CHROMIUM", "/usr/bin/chromium")
@@ -36,9 +37,19 @@ def chromium():
         browser = pw.chromium.launch(
             executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"]
         )
+        keep_browser_processes()
         yield browser
         browser.close()
     mp.undo()
+
+
+def keep_browser_processes() -> None:
+    """Chromium starts helper processes whenever it needs one (a utility service in the
+    middle of some test): they are the session browser's, not the test's (tests/leftovers)."""
+    table = leftovers.processes()
+    for pid in leftovers.descendants(os.getpid(), table):
+        if "playwright" in table[pid].args and "driver" in table[pid].args:
+            leftovers.keep_tree(pid)
 
 
 # Screenshots of failed browser tests are kept here (CI keeps the folder as an artefact).

@@ -119,14 +119,19 @@ def test_an_interrupted_gpurun_is_told_ended_when_its_stopped_task_ends(
     read_end, write_end = os.pipe()
     feed, reader = os.fdopen(write_end, "w", buffering=1), os.fdopen(read_end)
 
+    interrupted = threading.Event()
+
     def then_ctrl_c_once_running():
         try:
-            if wait_for(lambda: ended(1), 60):  # the gap
+            if wait_for(lambda: ended(1), 120):  # the gap
                 feed.write("sleep 60\n")
-                if wait_for(lambda: Task.objects.filter(status=Task.Status.RUNNING).exists(), 60):
+                if wait_for(lambda: Task.objects.filter(status=Task.Status.RUNNING).exists(), 120):
                     _thread.interrupt_main()  # as a Ctrl-C reaches gpurun's main thread
+                    interrupted.set()
         finally:
             connection.close()  # this thread's
+            if not interrupted.is_set():  # gpurun would wait for input for ever: end it,
+                feed.close()  # and the test fails below rather than hanging
 
     feed.write("true\n")
     threading.Thread(target=then_ctrl_c_once_running, daemon=True).start()
