@@ -68,7 +68,18 @@ def book(user, gpus: list[int], answers: list) -> None:
     connections.close_all()
 
 
-def test_the_loop_at_100_hosts_beside_50_bookers_fails_nothing(tmp_path):
+@pytest.fixture
+def pool_left_small():
+    """50 bookers grow this process's PostgreSQL pool to its maximum: closed afterwards, so
+    the idle connections do not wait for later tests (which may cut every other session on
+    the database, and would leave the pool full of dead ones)."""
+    yield
+    if hasattr(connection, "close_pool"):  # PostgreSQL's pooled backend
+        connection.close()
+        connection.close_pool()
+
+
+def test_the_loop_at_100_hosts_beside_50_bookers_fails_nothing(tmp_path, pool_left_small):
     Host.objects.bulk_create(Host(name=f"sim-{i}", address=f"10.9.0.{i + 1}") for i in range(HOSTS))
     ensure_default_group()
     users = [get_user_model().objects.create_user(f"booker{i}") for i in range(BOOKERS)]
