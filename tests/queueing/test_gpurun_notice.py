@@ -119,7 +119,7 @@ def test_an_interrupted_gpurun_is_told_ended_when_its_stopped_task_ends(
     read_end, write_end = os.pipe()
     feed, reader = os.fdopen(write_end, "w", buffering=1), os.fdopen(read_end)
 
-    interrupted = threading.Event()
+    returned = threading.Event()
 
     def then_ctrl_c_once_running():
         try:
@@ -127,17 +127,22 @@ def test_an_interrupted_gpurun_is_told_ended_when_its_stopped_task_ends(
                 feed.write("sleep 60\n")
                 if wait_for(lambda: Task.objects.filter(status=Task.Status.RUNNING).exists(), 120):
                     _thread.interrupt_main()  # as a Ctrl-C reaches gpurun's main thread
-                    interrupted.set()
+                    returned.wait(120)
         finally:
             connection.close()  # this thread's
-            if not interrupted.is_set():  # gpurun would wait for input for ever: end it,
+            if not returned.is_set():  # gpurun would wait for input for ever: end it,
                 feed.close()  # and the test fails below rather than hanging
 
     feed.write("true\n")
+    # Ctrl-C as in gpurun's own process: a test before this one in the same process may
+    # have left another SIGINT handler (django-q's cluster code installs one).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=then_ctrl_c_once_running, daemon=True).start()
     try:
         assert gpu.run(reader) == 130
     finally:
+        returned.set()
+        signal.signal(signal.SIGINT, previous)
         feed.close()
     job = Job.objects.get()
     assert job.fed_until is None
