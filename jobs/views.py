@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Prefetch
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_POST
 
 from accesscontrol.permissions import restrict
@@ -259,7 +260,8 @@ def _report(request, tasks, action) -> None:
             messages.error(request, f"Task {task.pk}: {error}")
     messages.info(
         request,
-        f"{action}: {len(done)} of {len(results)} tasks it applies to, handed to the "
+        f"{action}: {len(done)} of {len(results)} task{pluralize(results)} it applies to, "
+        "handed to the "
         "background workers; the states below follow as they carry it out.",
     )
 

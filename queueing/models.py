@@ -13,6 +13,7 @@ the same GPU, however many schedulers run at once.
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from jobs.models import Job
@@ -38,7 +39,8 @@ class QueueQuota(models.Model):
         ordering = ["group__name"]
 
     def __str__(self):
-        return f"{self.group}: {self.max_gpus} GPUs, priority up to {self.max_priority}"
+        gpus = f"{self.max_gpus} GPU{pluralize(self.max_gpus)}"
+        return f"{self.group}: {gpus}, priority up to {self.max_priority}"
 
 
 class QueuedJob(models.Model):

@@ -23,6 +23,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.db.models import F
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils import timezone
 
@@ -398,7 +399,7 @@ def explain(state: Round, queued: QueuedJob, requests: list[Request]) -> list[st
     if not reasons:
         total = sum(r.size for r in requests)
         reasons.append(
-            f"its {len(requests)} tasks need {total} GPUs at once: together they "
+            f"its {len(requests)} tasks need {total} GPU{pluralize(total)} at once: together they "
             f"do not fit on the usable GPUs now"
         )
         for request in requests:
@@ -479,7 +480,8 @@ def _explain_request(state: Round, owner, request: Request) -> list[str]:
         head = f"{subject} {_label(request, free=True)}"
     else:
         if len(matching) < request.count:
-            return [f"there are only {len(matching)} GPUs in all for {_label(request)}"]
+            gpus = f"{len(matching)} GPU{pluralize(matching)}"
+            return [f"there are only {gpus} in all for {_label(request)}"]
         head = f"the hosts together do not have {_label(request, free=True)}"
     return [head] + _blocked(state, owner, matching)
 

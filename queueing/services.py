@@ -12,6 +12,7 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Sum
+from django.template.defaultfilters import pluralize
 
 from accesscontrol.permissions import can
 from audit.log import record
@@ -264,11 +265,13 @@ def quotas() -> dict[int, QueueQuota]:
 def quota_sentence(quota: QueueQuota, used: int, need: int) -> str:
     if need > quota.max_gpus:
         return (
-            f"group quota too small: {quota.group} may hold {quota.max_gpus} GPUs, this job "
+            f"group quota too small: {quota.group} may hold {quota.max_gpus} "
+            f"GPU{pluralize(quota.max_gpus)}, this job "
             f"needs {need} (make it opportunistic to run beyond the quota)"
         )
     return (
-        f"group quota reached: {quota.group} holds {used} of its {quota.max_gpus} GPUs, "
+        f"group quota reached: {quota.group} holds {used} of its {quota.max_gpus} "
+        f"GPU{pluralize(quota.max_gpus)}, "
         f"this job needs {need}"
     )
 

@@ -76,7 +76,7 @@ def test_start_on_the_page_runs_failed_tasks_again(client, runner, node):
     Task.objects.filter(pk=task.pk).update(status=Task.Status.FAILED, error="lost")
     client.force_login(runner)
     response = client.post(f"/jobs/{task.job_id}/action", {"action": "spawn"}, follow=True)
-    assert "spawn: 1 of 1 tasks it applies to, handed to" in response.content.decode()
+    assert "spawn: 1 of 1 task it applies to, handed to" in response.content.decode()
     assert f"run again as task {Task.objects.get(pk=task.pk).rerun_as_id}" in (
         response.content.decode()
     )
