@@ -10,6 +10,11 @@ from rest_framework import relations, serializers
 MAX_ID = 2**63 - 1
 
 
+def is_whole_number(text: str) -> bool:
+    """Only ASCII digits: str.isdigit() alone also accepts "²", which int() refuses."""
+    return text.isascii() and text.isdigit()
+
+
 class IdField(serializers.PrimaryKeyRelatedField):
     """An object named by its id in the API: a whole number from 1 to MAX_ID, nothing else.
 

@@ -16,6 +16,8 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
+from hiveproject.ids import is_whole_number
+
 
 def totally_ordered(queryset: QuerySet) -> QuerySet:
     """The queryset in its order with ties broken by primary key, in the first term's
@@ -84,7 +86,7 @@ def whole_number(request, name: str, what: str) -> str:
     value = request.query_params.get(name)
     if value is None or value == "":
         return ""
-    if not (value.isascii() and value.isdigit() and int(value) >= 1):
+    if not (is_whole_number(value) and int(value) >= 1):
         message = f"{what} is a whole number from 1."
         raise ValidationError({name: [message], "detail": f"{name}: {message}"})
     return value

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 
 from accesscontrol.permissions import RestrictedViewSetMixin, can
 from hiveproject.api_errors import Conflict
-from hiveproject.ids import IdField, id_list
+from hiveproject.ids import IdField, id_list, is_whole_number
 from monitoring.models import Device, Host
 from reservations.models import Reservation
 
@@ -406,11 +406,6 @@ def save_schedule(task: Task, changes: dict) -> Task:
         setattr(task, field, value)
     task.save(update_fields=list(changes))
     return task
-
-
-def is_whole_number(text: str) -> bool:
-    """Only ASCII digits: str.isdigit() alone also accepts "²", which int() refuses."""
-    return text.isascii() and text.isdigit()
 
 
 def _int(value: str, name: str) -> int:

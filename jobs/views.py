@@ -19,12 +19,12 @@ from django.views.decorators.http import require_POST
 from accesscontrol.permissions import restrict
 from board.templatetags.hive_time import absolute
 from board.tiles import board_rows
-from hiveproject.ids import MAX_ID
+from hiveproject.ids import MAX_ID, is_whole_number
 from queueing.placing import usability
 from reservations.views import signed_in_json
 
 from . import actions, distributed, guided, services, templating
-from .api import attach_hint, is_whole_number, log_download
+from .api import attach_hint, log_download
 from .forms import DistributedForm, JobForm, NewJobForm, TaskRowFormSet
 from .models import Job, Task
 

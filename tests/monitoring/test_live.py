@@ -7,6 +7,7 @@ from django.conf import settings as django_settings
 from django.utils import timezone
 
 from hiveproject.asgi import application
+from monitoring import consumers
 from monitoring.loop import ProbeLoop
 from monitoring.models import Device, Host
 from tests.monitoring.conftest import make_host
@@ -176,9 +177,10 @@ def probe_again(host):
     Host.objects.filter(pk=host.pk).update(last_snapshot=snapshot, last_probe_at=timezone.now())
 
 
-def test_the_stream_ends_when_the_session_does(client, lab, owner, settings):
+def test_the_stream_ends_when_the_session_does(client, lab, owner, settings, monkeypatch):
     # Before: a socket kept streaming the lab to a browser that had signed out.
     settings.MONITORING_INTERVAL = 0.1
+    monkeypatch.setattr(consumers, "SESSION_RECHECK_SECONDS", 0.2)
     client.force_login(owner)
 
     async def scenario():
