@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by bin/serve and bin/test: make .venv (Python 3.11) and install the given
 # requirements file when it changed since the last install.
 python=${PYTHON:-python3.11}
