@@ -71,7 +71,7 @@ def read_env_file(path: Path) -> dict[str, str]:
     return values
 
 
-def shown(value: Any) -> str:
+def in_words(value: Any) -> str:
     """A default as the reference writes it."""
     if isinstance(value, bool):
         return "on" if value else "off"
@@ -216,10 +216,13 @@ class Env:
         help: str,
         schemes: tuple[str, ...],
         *,
+        host: bool = False,
         shown: str | None = None,
     ) -> str:
-        """A URL with one of ``schemes`` and a host or a path."""
-        accepts = "a URL: " + ", ".join(f"`{s}://…`" for s in schemes)
+        """A URL with one of ``schemes``; with ``host``, one that names a host."""
+        accepts = ("a URL with a host: " if host else "a URL: ") + ", ".join(
+            f"`{s}://…`" for s in schemes
+        )
         raw = self._declare(name, accepts, default, shown, help, empty_is_default=True)
         if raw is None:
             return default
@@ -229,7 +232,9 @@ class Env:
             parts.port  # noqa: B018 (raises ValueError for a port that is not a number)
         except ValueError:
             return self._bad(name, _without_password(value), accepts, default)
-        if parts.scheme not in schemes or not (parts.netloc or parts.path):
+        if parts.scheme not in schemes or not (
+            parts.hostname if host else parts.netloc or parts.path
+        ):
             return self._bad(name, _without_password(value), accepts, default)
         return value
 
@@ -300,7 +305,7 @@ class Env:
         if name in self.variables:
             raise ValueError(f"{name} is declared twice in the settings")
         self.variables[name] = Variable(
-            name, self._section, accepts, shown(default) if shown_as is None else shown_as, help
+            name, self._section, accepts, in_words(default) if shown_as is None else shown_as, help
         )
         value, source = self._raw(name)
         if not source or (empty_is_default and not value.strip()):
@@ -359,12 +364,12 @@ def _example_errors() -> list[str]:
 
 def _bounds(low: float | None, high: float | None, positive: bool = False) -> str:
     if positive:
-        return ", above 0" + (f" and at most {shown(high)}" if high is not None else "")
+        return ", above 0" + (f" and at most {in_words(high)}" if high is not None else "")
     if low is not None and high is not None:
-        return f" from {shown(low)} to {shown(high)}"
+        return f" from {in_words(low)} to {in_words(high)}"
     if low is not None:
-        return f", at least {shown(low)}"
-    return f", at most {shown(high)}" if high is not None else ""
+        return f", at least {in_words(low)}"
+    return f", at most {in_words(high)}" if high is not None else ""
 
 
 def _items(text: str) -> list[str]:

@@ -170,10 +170,8 @@ EMBEDDED_SQLITE = {
     },
 }
 if DATABASE_URL:
-    # A pool per process: under ASGI every request runs in a thread of its own, so without a
-    # bound 200 busy users opened more connections than PostgreSQL allows ("too many clients
-    # already", bench/load). Requests wait for a pooled connection instead. Health checks
-    # make the pool test connections on checkout: ones a database restart cut are replaced.
+    # Health checks make the pool test connections on checkout: ones a database restart cut
+    # are replaced.
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_health_checks=True)}
 else:
     DATABASES = {
@@ -185,6 +183,9 @@ else:
             "TEST": {"NAME": str(HIVE_DATA_DIR / "test.sqlite3")},
         }
     }
+# PostgreSQL's pool, one per process: under ASGI every request runs in a thread of its own, so
+# without a bound 200 busy users opened more connections than PostgreSQL allows ("too many
+# clients already", bench/load). Requests wait for a pooled connection instead.
 _pool = {
     "min_size": 1,
     "max_size": env.integer("DATABASE_POOL_SIZE", 20, "PostgreSQL: connections per process", min=1),
@@ -295,6 +296,7 @@ PUBLIC_URL = env.url(
     "http://localhost:8000",
     "the URL users open; its scheme and path set the defaults below",
     schemes=("http", "https"),
+    host=True,
 )
 _PUBLIC = urlsplit(PUBLIC_URL)
 ALLOWED_HOSTS = env.csv(
