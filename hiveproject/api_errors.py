@@ -8,16 +8,20 @@ the handler adds the ``detail`` where DRF leaves it out and turns a Django ``Val
 raised by a service (booking rules, access refusals) into a 400 instead of a 500.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions
+from rest_framework.response import Response
 
 from hiveproject.sqlite3.base import is_locked
 
 
-def exception_handler(exc, context):
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | JsonResponse | None:
     """DRF's handler, then the shape above on whatever it answers."""
     # Imported here: rest_framework.views loads DRF's schemas and authentication classes,
     # which processes that only raise Conflict (workers) do not need.
@@ -60,24 +64,24 @@ class BusyDatabase:
     """Middleware: a page (or a pages' JSON endpoint) whose write found the database locked
     gets the same 503 as the API, not a 500."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         return self.get_response(request)
 
-    def process_exception(self, request, exception):
+    def process_exception(self, request: HttpRequest, exception: Exception) -> JsonResponse | None:
         return busy_answer() if is_locked(exception) else None
 
 
-def not_found(request, exception):
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     """Django's 404 (a URL no route matches, e.g. /api/grants/abc/): JSON under /api/."""
     if request.path_info.startswith("/api/"):
         return JsonResponse({"detail": "Not found."}, status=404)
     return defaults.page_not_found(request, exception)
 
 
-def server_error(request):
+def server_error(request: HttpRequest) -> HttpResponse:
     """Django's 500 (the database is down, a bug): the same error shape under /api/, so API
     clients parse it like any other error; nothing of the cause is shown."""
     if request.path_info.startswith("/api/"):
@@ -85,13 +89,13 @@ def server_error(request):
     return defaults.server_error(request)
 
 
-def _django_messages(exc: DjangoValidationError):
+def _django_messages(exc: DjangoValidationError) -> dict[str, Any]:
     if hasattr(exc, "error_dict"):
         return exc.message_dict
     return {"detail": " ".join(exc.messages)}
 
 
-def with_detail(data) -> dict:
+def with_detail(data: object) -> dict[str, Any]:
     """``data`` as an object that has a human ``detail`` (field errors stay as they are)."""
     if isinstance(data, dict):
         if "detail" in data:
@@ -100,7 +104,7 @@ def with_detail(data) -> dict:
     return {"detail": summary(data)}
 
 
-def summary(errors, field: str = "") -> str:
+def summary(errors: object, field: str = "") -> str:
     """All messages in one line, each prefixed by the field it is about."""
     if isinstance(errors, dict):
         parts = [summary(value, _path(field, key)) for key, value in errors.items()]

@@ -1,8 +1,10 @@
 """Limits of database ids, shared by every app that takes ids from users."""
 
 from collections import Counter
+from typing import Any
 
 from django.conf import settings
+from django.db.models import QuerySet
 from rest_framework import relations, serializers
 
 # The largest primary key the databases store (64-bit signed); a query with a larger one
@@ -22,12 +24,19 @@ class IdField(serializers.PrimaryKeyRelatedField):
     request would act on object 1.
     """
 
-    def __init__(self, **kwargs):
-        kwargs.setdefault("pk_field", serializers.IntegerField(min_value=1, max_value=MAX_ID))
-        super().__init__(**kwargs)
+    # Narrower than DRF's: every IdField has both (__init__ requires the objects it may name).
+    pk_field: serializers.IntegerField
+    queryset: QuerySet[Any]
+
+    def __init__(self, *, queryset: QuerySet[Any], **kwargs: Any) -> None:
+        id_field = serializers.IntegerField(min_value=1, max_value=MAX_ID)
+        super().__init__(queryset=queryset, pk_field=id_field, **kwargs)
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return self.queryset.all()
 
     @classmethod
-    def many_init(cls, *args, **kwargs):
+    def many_init(cls, *args: Any, **kwargs: Any) -> "IdList":
         options = {k: v for k, v in kwargs.items() if k in relations.MANY_RELATION_KWARGS}
         return IdList(child_relation=cls(*args, **kwargs), **options)
 
@@ -41,7 +50,9 @@ class IdList(serializers.ManyRelatedField):
     refused by name before any query.
     """
 
-    def to_internal_value(self, data):
+    child_relation: IdField
+
+    def to_internal_value(self, data: Any) -> list[Any]:
         if isinstance(data, str | dict) or not hasattr(data, "__iter__"):
             self.fail("not_a_list", input_type=type(data).__name__)
         ids = [self.child_relation.pk_field.run_validation(item) for item in data]
@@ -66,7 +77,7 @@ def check_ids(ids: list[int]) -> None:
         raise serializers.ValidationError(f"Each id may be listed once; repeated: {listed}.")
 
 
-def id_list(**kwargs) -> serializers.ListField:
+def id_list(**kwargs: Any) -> serializers.ListField:
     """Plain ids (not looked up here), bounded like IdList: whole numbers from 1 to MAX_ID."""
     child = serializers.IntegerField(min_value=1, max_value=MAX_ID)
     return serializers.ListField(child=child, validators=[check_ids], **kwargs)

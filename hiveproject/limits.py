@@ -14,9 +14,18 @@ Answers have the API's error shape (``{"detail": ...}``), for pages' JSON endpoi
 
 import json
 import re
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from typing import Any
 
 from django.conf import settings
-from django.http import JsonResponse
+from django.http import HttpRequest, HttpResponseBase, JsonResponse
+
+# The ASGI interface (asgi.readthedocs.io): scopes and messages are dicts keyed by "type".
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 # Strings (with their escapes) removed before counting brackets: "[[" inside a string is text.
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
@@ -41,7 +50,7 @@ def json_depth(body: bytes) -> int:
     return deepest
 
 
-def has_nul(value) -> bool:
+def has_nul(value: object) -> bool:
     """Whether NUL appears in any string of parsed JSON, object keys included."""
     if isinstance(value, str):
         return "\x00" in value
@@ -66,7 +75,7 @@ def json_refusal(body: bytes) -> str | None:
     return None
 
 
-def _declared_length(headers) -> int | None:
+def _declared_length(headers: Mapping[str, str]) -> int | None:
     try:
         return int(headers.get("content-length") or "")
     except ValueError:
@@ -76,14 +85,14 @@ def _declared_length(headers) -> int | None:
 class RequestLimits:
     """Django middleware: the size, depth and NUL checks above, on every request."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         length = _declared_length(request.headers)
         if length is not None and length > settings.REQUEST_MAX_BODY_BYTES:
             return too_large_answer()
-        if "json" in request.content_type and request.body:
+        if "json" in (request.content_type or "") and request.body:
             reason = json_refusal(request.body)
             if reason:
                 return JsonResponse({"detail": reason}, status=400)
@@ -93,10 +102,10 @@ class RequestLimits:
 class BodyLimit:
     """ASGI wrapper: refuse an oversized body before Django spools it to disk."""
 
-    def __init__(self, app):
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
@@ -107,7 +116,7 @@ class BodyLimit:
         body = _BoundedBody(receive, limit)
         started = False
 
-        async def tracked_send(message):
+        async def tracked_send(message: Message) -> None:
             nonlocal started
             started = started or message["type"] == "http.response.start"
             await send(message)
@@ -121,13 +130,13 @@ class _BoundedBody:
     """``receive`` that ends the request (as a client disconnecting would) past ``limit``
     bytes: a body sent without a length cannot grow without end."""
 
-    def __init__(self, receive, limit: int):
+    def __init__(self, receive: Receive, limit: int) -> None:
         self._receive = receive
         self.limit = limit
         self.seen = 0
         self.exceeded = False
 
-    async def receive(self):
+    async def receive(self) -> Message:
         if self.exceeded:
             return {"type": "http.disconnect"}
         message = await self._receive()
@@ -139,7 +148,7 @@ class _BoundedBody:
         return message
 
 
-async def _send_too_large(send) -> None:
+async def _send_too_large(send: Send) -> None:
     answer = too_large_answer()
     headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
     await send({"type": "http.response.start", "status": 413, "headers": headers})

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
@@ -328,7 +329,7 @@ def _parse_time(text: str) -> datetime | None:
 
 
 def wait_for_exit(
-    host: Host, username: str, name: str, seconds: float, then: list[str] = ()
+    host: Host, username: str, name: str, seconds: float, then: Sequence[str] = ()
 ) -> tuple[SessionState | None, str | None]:
     """(the task's end as its exit file tells it, the output of ``then`` run right after);
     (None, None) after about ``seconds`` without the file (the session may still have died:

@@ -62,7 +62,7 @@ def release(name: str, holder: str) -> None:
     Activity.objects.filter(name=name, holder=holder).update(holder="", lease_expires=None)
 
 
-def holder_of(name: str) -> tuple[str, object]:
+def holder_of(name: str) -> tuple[str, datetime | None]:
     """(holder, expiry) of the lease, for messages."""
     row = activity(name)
     return row.holder, row.lease_expires
@@ -79,7 +79,7 @@ def record_failure(name: str, error: BaseException | str) -> None:
     _update(name, last_error_at=timezone.now(), last_error=message)
 
 
-def _update(name: str, **fields) -> None:
+def _update(name: str, **fields: object) -> None:
     # One UPDATE on the usual path (the probing loop records every cycle); the row is
     # created only when an activity reports for the first time.
     if not Activity.objects.filter(name=name).update(**fields):
@@ -87,7 +87,7 @@ def _update(name: str, **fields) -> None:
         Activity.objects.filter(name=name).update(**fields)
 
 
-def enqueue(name: str, func: str, *args, **options) -> bool:
+def enqueue(name: str, func: str, *args: object, **options: object) -> bool:
     """Hand ``func`` to the workers; if the broker cannot take it (Redis gone), record that
     on activity ``name`` and go on, so the request or loop that asked does not fail after
     its own work is done. True if the task was queued."""

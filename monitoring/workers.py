@@ -13,6 +13,7 @@ failed tasks.
 """
 
 import time
+from typing import Any
 
 from django.conf import settings
 from django.utils.module_loading import import_string
@@ -28,15 +29,15 @@ class NoAnswer(Exception):
     """The workers said no, or gave no answer in time; ``str()`` is for the user."""
 
 
-def answer(value) -> dict:
+def answer(value: object) -> dict[str, object]:
     return {"value": value}
 
 
-def refusal(message: str) -> dict:
+def refusal(message: str) -> dict[str, object]:
     return {"error": message}
 
 
-def ask(func: str, *args, seconds: float | None = None):
+def ask(func: str, *args: object, seconds: float | None = None) -> Any:
     """``func(*args)``'s value, computed by a worker when a request asks."""
     if serving_request.get() is None:
         return _value(import_string(func)(*args))
@@ -47,14 +48,15 @@ def ask(func: str, *args, seconds: float | None = None):
     return _value(_wait(task_id, settings.WORKER_ANSWER_SECONDS if seconds is None else seconds))
 
 
-def _wait(task_id: str, seconds: float) -> dict:
+def _wait(task_id: str, seconds: float) -> dict[str, Any]:
     deadline = time.monotonic() + seconds
     while True:
         done = QTask.objects.filter(id=task_id).values("success", "result").first()
         if done is not None:
             if not done["success"]:
                 raise NoAnswer("the background workers failed on it (an admin sees why)")
-            return done["result"]
+            result: dict[str, Any] = done["result"]  # answer() or refusal() (module doc)
+            return result
         if time.monotonic() >= deadline:
             raise NoAnswer(
                 f"the background workers did not answer within {seconds:g} s (they may be "
@@ -63,7 +65,7 @@ def _wait(task_id: str, seconds: float) -> dict:
         time.sleep(POLL_SECONDS)
 
 
-def _value(result: dict):
+def _value(result: dict[str, Any]) -> Any:
     if "error" in result:
         raise NoAnswer(result["error"])
     return result["value"]

@@ -27,10 +27,13 @@ without end, no grant covering the GPU now or in the LOOKAHEAD after, no account
 or gpurun waiting on such a GPU would wait for ever, so they are not offered or done.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db.models import Max
 from django.utils import timezone
@@ -46,7 +49,7 @@ from accesscontrol.coverage import (
     waiting_sentence,
 )
 from jobs import accounts
-from jobs.models import Task
+from jobs.models import Job, Task
 from monitoring.models import Device, Host
 from reservations.models import ReservedDevice
 
@@ -54,6 +57,11 @@ from .models import GpuClaim, QueuedJob
 
 # How far ahead a grant may begin and still count: after this, waiting is "for ever".
 LOOKAHEAD = timedelta(days=366)
+
+# Host id -> the processes seen on its GPUs just now ({"gpu_uuid", "pid", "user", "name"}).
+Processes = dict[int, list[dict[str, Any]]]
+# Device -> the intervals [start, end) its grants cover (accesscontrol.coverage).
+Coverage = dict[Device, list[tuple[datetime, datetime]]]
 
 # The reasons' codes, most telling first (the order reasons are listed in).
 GPU_LOST = "gpu_lost"
@@ -89,7 +97,7 @@ class Reason:
     text: str
     lasting: bool = False  # waiting cannot lift it; only an admin can
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, object]:
         return {
             "code": self.code,
             "device": self.device_id,
@@ -147,9 +155,16 @@ class Cluster:
     instead of those hosts' latest probes.
     """
 
-    def __init__(self, now: datetime, end=None, device_ids=None, job=None, processes=None):
+    def __init__(
+        self,
+        now: datetime,
+        end: datetime | None = None,
+        device_ids: Iterable[int] | None = None,
+        job: Job | None = None,
+        processes: Processes | None = None,
+    ) -> None:
         self.now, self.end = now, end or now + horizon()
-        self.job_id = getattr(job, "pk", None)
+        self.job_id = job.pk if job is not None else None
         devices = Device.objects.filter(status=Device.Status.PRESENT, host__enabled=True)
         if device_ids is not None:
             devices = devices.filter(pk__in=device_ids)
@@ -203,7 +218,9 @@ class Cluster:
     def _mark_tasks(self) -> None:
         through = Task.devices.through.objects.filter(
             task__status__in=Task.ACTIVE, device_id__in=self.gpus
-        ).exclude(task__job_id=self.job_id)
+        )
+        if self.job_id is not None:
+            through = through.exclude(task__job_id=self.job_id)
         rows = through.values_list("device_id", "task__job__name", "task__job__owner__username")
         for device_id, job, owner in rows:
             text = f"{self.gpus[device_id].name} is used by job '{job}' of {owner}"
@@ -216,10 +233,12 @@ class Cluster:
         ends = through.values("device_id").annotate(last=Max("task__ended_at"))
         return {row["device_id"]: row["last"] for row in ends}
 
-    def _mark_processes(self, seen_now: dict[int, list[dict]]) -> None:
+    def _mark_processes(self, seen_now: Processes) -> None:
         """Processes on GPUs that no task of ours holds are someone else's."""
         self._mark_stale_probes(seen_now)
-        by_uuid = {(g.host.pk, g.device.uuid): g for g in self.gpus.values()}
+        by_uuid: dict[tuple[int, object], Gpu] = {
+            (g.host.pk, g.device.uuid): g for g in self.gpus.values()
+        }
         for host in {g.host for g in self.gpus.values()}:
             processes = seen_now.get(host.pk, (host.last_snapshot or {}).get("processes"))
             for process in processes or []:
@@ -230,7 +249,7 @@ class Cluster:
                     text += f" of {process['user']}" if process.get("user") else ""
                     self._block(gpu.device.pk, FOREIGN_PROCESS, text)
 
-    def _mark_stale_probes(self, seen_now: dict) -> None:
+    def _mark_stale_probes(self, seen_now: Processes) -> None:
         """A probe taken before the last task on a GPU ended may show that task's processes,
         or miss a failure it left: not trusted until the next one (processes seen just now
         are). A host never probed has no snapshot to misread."""
@@ -258,17 +277,17 @@ class Cluster:
 
     # --- what blocks a GPU for one user -----------------------------------------------------
 
-    def user_reasons(self, user) -> dict[int, list[Reason]]:
+    def user_reasons(self, user: User) -> dict[int, list[Reason]]:
         """Device id -> why ``user`` in particular cannot start on it (empty: nothing)."""
         if user.pk not in self._users:
             self._users[user.pk] = self._reasons_of(user)
         return self._users[user.pk]
 
-    def owner_blockers(self, owner) -> dict[int, str]:
+    def owner_blockers(self, owner: User) -> dict[int, str]:
         """Device id -> the first user-specific reason as a sentence ("" when none)."""
         return {pk: (r[0].text if r else "") for pk, r in self.user_reasons(owner).items()}
 
-    def _reasons_of(self, user) -> dict[int, list[Reason]]:
+    def _reasons_of(self, user: User) -> dict[int, list[Reason]]:
         devices = [g.device for g in self.gpus.values()]
         # The user's kept facts (grants, bans, an account per host), under one token read.
         with changes.one_token():
@@ -291,7 +310,7 @@ class Cluster:
             reasons[pk] = found
         return reasons
 
-    def _coverage_ahead(self, user, covered: dict) -> dict:
+    def _coverage_ahead(self, user: User, covered: Coverage) -> Coverage:
         """Device -> its coverage over the LOOKAHEAD from now, for each device the user may
         not use for the whole next minute (the others are not in it)."""
         short = [d for d, spans in covered.items() if not covers_next_minute(spans, self.now)]
@@ -301,7 +320,7 @@ class Cluster:
         # A stretch that ends within the minute a start needs does not make it usable now.
         return {d: [i for i in found if i[1] > self.now] for d, found in ahead.items()}
 
-    def _reserved_by_others(self, gpu: Gpu, user) -> list[Reason]:
+    def _reserved_by_others(self, gpu: Gpu, user: User) -> list[Reason]:
         for owner_id, name, start, end in gpu.slots:
             if owner_id == user.pk:
                 continue
@@ -312,7 +331,7 @@ class Cluster:
             return [Reason(RESERVED_BY_OTHER, gpu.device.pk, text)]
         return []
 
-    def _accounts(self, user) -> dict[int, str]:
+    def _accounts(self, user: User) -> dict[int, str]:
         """Host id -> why tasks of ``user`` cannot run there (no UNIX account to run as)."""
         problems = {}
         for host in {g.host for g in self.gpus.values()}:
@@ -322,7 +341,7 @@ class Cluster:
                 problems[host.pk] = " ".join(exc.messages)
         return problems
 
-    def account(self, user, host: Host) -> RunAs | None:
+    def account(self, user: User, host: Host) -> RunAs | None:
         """The UNIX account ``user``'s tasks run as on ``host`` and its UID floor, as the rule
         found them (a start uses them, instead of asking again); None where it did not look
         (no GPU of that host was asked about) or found none."""
@@ -331,14 +350,14 @@ class Cluster:
 
     # --- answers ----------------------------------------------------------------------------
 
-    def reasons(self, user, device_id: int) -> list[Reason]:
+    def reasons(self, user: User, device_id: int) -> list[Reason]:
         """Every reason ``user`` cannot start on this GPU now (empty if they can)."""
         gpu = self.gpus.get(device_id)
         if gpu is None:
             return [Reason(GPU_LOST, device_id, lost_sentence(device_id), lasting=True)]
         return gpu.blockers + self.user_reasons(user)[device_id]
 
-    def why_not(self, user, device_id: int) -> str:
+    def why_not(self, user: User, device_id: int) -> str:
         """The most telling reason as a sentence ("" if they can)."""
         found = self.reasons(user, device_id)
         return found[0].text if found else ""
@@ -367,18 +386,34 @@ def _first_of_each(reasons: list[Reason]) -> list[Reason]:
     return sorted(first.values(), key=lambda r: CODES.index(r.code))
 
 
-def may_start(user, devices, start=None, end=None, *, job=None, processes=None) -> list[Reason]:
+def may_start(
+    user: User,
+    devices: Iterable[Device],
+    start: datetime | None = None,
+    end: datetime | None = None,
+    *,
+    job: Job | None = None,
+    processes: Processes | None = None,
+) -> list[Reason]:
     """Every reason ``user`` may not start work on ``devices`` over [start, end) (empty: they
     may). ``start`` defaults to now, ``end`` to the reservation horizon after it; ``job`` and
     ``processes`` as for Cluster."""
     return start_rule(user, devices, start, end, job=job, processes=processes)[0]
 
 
-def start_rule(user, devices, start=None, end=None, *, job=None, processes=None):
+def start_rule(
+    user: User,
+    devices: Iterable[Device],
+    start: datetime | None = None,
+    end: datetime | None = None,
+    *,
+    job: Job | None = None,
+    processes: Processes | None = None,
+) -> tuple[list[Reason], Cluster]:
     """``may_start``'s reasons, and the Cluster that gave them (a start reads the account
     to run as from it)."""
     start = start or timezone.now()
-    ids = [getattr(d, "pk", d) for d in devices]
+    ids = [d.pk for d in devices]
     cluster = Cluster(start, end, device_ids=ids, job=job, processes=processes)
     found = [reason for pk in ids for reason in cluster.reasons(user, pk)]
     return list(dict.fromkeys(found)), cluster
