@@ -22,7 +22,7 @@ import secrets
 
 from django.conf import settings
 
-from monitoring import workers
+from core import workers
 from monitoring.connections import ssh_target
 from monitoring.models import Host
 from monitoring.transport import SSHTransport, TransportError

@@ -129,6 +129,7 @@ INSTALLED_APPS = [
     "guardian",
     "django_q",
     "channels",
+    "core",
     "monitoring",
     "accesscontrol",
     "notifications",
@@ -145,7 +146,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Body size, JSON depth and NUL refused before any view or the database (issue 20).
-    "hiveproject.limits.RequestLimits",
+    "core.limits.RequestLimits",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -155,7 +156,7 @@ MIDDLEWARE = [
     "audit.context.ActorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     # A write that found SQLite locked too long: 503 with Retry-After, not a 500 (issue 20).
-    "hiveproject.api_errors.BusyDatabase",
+    "core.api_errors.BusyDatabase",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -182,10 +183,10 @@ ASGI_APPLICATION = "hiveproject.asgi.application"
 
 DATABASE_URL = envstr("DATABASE_URL")
 # The embedded profile's SQLite: Django's, with writers queued in the process
-# (hiveproject/sqlite3). IMMEDIATE takes the write lock at BEGIN, so concurrent writers
+# (core/sqlite3). IMMEDIATE takes the write lock at BEGIN, so concurrent writers
 # queue on busy_timeout instead of failing with "database is locked" mid-transaction.
 EMBEDDED_SQLITE = {
-    "ENGINE": "hiveproject.sqlite3",
+    "ENGINE": "core.sqlite3",
     "OPTIONS": {
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
@@ -299,7 +300,7 @@ REST_FRAMEWORK = {
     # drf-spectacular's, documenting the error answers of every operation.
     "DEFAULT_SCHEMA_CLASS": "hiveproject.api_schema.HiveAutoSchema",
     # One error shape everywhere: {"detail": message, <field>: [messages]...}.
-    "EXCEPTION_HANDLER": "hiveproject.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "core.api_errors.exception_handler",
     # Only views that name a throttle scope are limited (token endpoints); see apitokens.
     "DEFAULT_THROTTLE_RATES": {"tokens": envstr("TOKEN_THROTTLE_RATE", "30/minute")},
 }
@@ -465,7 +466,7 @@ LOGGING = {
 # monitoring account or the service's own account, unless an admin records an allowance.
 RUN_AS_MIN_UID = envint("RUN_AS_MIN_UID", 1000)
 # Proxies in front of daphne whose X-Forwarded-For entry is believed (nginx: 1). The client's
-# address is the entry the nearest proxy wrote; with 0 it is the socket's (apitokens.limits).
+# address is the entry the nearest proxy wrote; with 0 it is the socket's (core.clients).
 NUM_PROXIES = envint("NUM_PROXIES", 1 if HIVE_BEHIND_PROXY else 0)
 REST_FRAMEWORK["NUM_PROXIES"] = NUM_PROXIES  # DRF's throttles: the same address
 # Failed sign-ins from one address whatever the names (spraying), and on the whole site
@@ -584,9 +585,9 @@ NOTIFY_BACKLOG_SECONDS = envint("NOTIFY_BACKLOG_SECONDS", 300)
 QUEUE_NOTIFY_WAITING_HOURS = envfloat("QUEUE_NOTIFY_WAITING_HOURS", 6.0)
 
 # --- No SSH in the request path (issue 20, item 5) ---------------------------------------------
-# Requests never call a host (monitoring.transport refuses while one is served): actions,
+# Requests never call a host (core.hostcalls: transports refuse while one is served): actions,
 # log reads, port picks and sign-up proofs are done by the workers.
-MIDDLEWARE.insert(0, "hiveproject.middleware.NoHostCalls")
+MIDDLEWARE.insert(0, "core.hostcalls.NoHostCalls")
 # The most of a task's log kept in the database (its end); the workers fetch at most
 # JOBS_LOG_FETCH_BYTES per task and sync round, within SSH_COMMAND_TIMEOUT.
 JOBS_LOG_KEEP_BYTES = envint("JOBS_LOG_KEEP_BYTES", 1024 * 1024)
@@ -597,13 +598,13 @@ WORKER_ANSWER_SECONDS = envfloat("WORKER_ANSWER_SECONDS", 2 * SSH_CONNECT_TIMEOU
 SSH_IDLE_SECONDS = envfloat("SSH_IDLE_SECONDS", 300.0)
 
 # --- Bounded requests (issue 20) ------------------------------------------------------------
-# Bodies over this many bytes get 413 before they are read (hiveproject/limits.py); Django's
+# Bodies over this many bytes get 413 before they are read (core/limits.py); Django's
 # own bound agrees, so a form cannot go around it.
 REQUEST_MAX_BODY_BYTES = envint("REQUEST_MAX_BODY_BYTES", 2 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
 # JSON nested deeper than this is refused with 400 (Python's parser fails near 1,000 levels).
 REQUEST_MAX_JSON_DEPTH = envint("REQUEST_MAX_JSON_DEPTH", 32)
-# The web server's bounds on a request's head (hiveproject/webserver.py), as the shipped nginx
+# The web server's bounds on a request's head (core/webserver.py), as the shipped nginx
 # site has them: one line (request line or header field) at most 8 KiB (large_client_header_
 # buffers 4 8k: 414 or 431 beyond), the whole head at most 32 KiB and 100 fields (431), the
 # head within 60 s and no pause over 60 s in a body or between requests (client_header_timeout,
@@ -622,7 +623,7 @@ JOBS_MAX_UNFINISHED_TASKS_PER_USER = envint("JOBS_MAX_UNFINISHED_TASKS_PER_USER"
 QUEUE_MAX_WAITING_TASKS_PER_USER = envint("QUEUE_MAX_WAITING_TASKS_PER_USER", 1000)
 
 # --- Writes under contention (issue 20) -----------------------------------------------------
-# On SQLite a write waits this long in all for its turn (hiveproject/sqlite3) before the
+# On SQLite a write waits this long in all for its turn (core/sqlite3) before the
 # request is answered 503 with Retry-After (DATABASE_RETRY_AFTER seconds), never a 500.
 DATABASE_LOCK_WAIT = envfloat("DATABASE_LOCK_WAIT", 30)
 DATABASE_RETRY_AFTER = envint("DATABASE_RETRY_AFTER", 5)
@@ -641,8 +642,8 @@ INSTALLED_APPS += ["board"]
 # Pages show times in the reader's zone (after authentication, which it reads).
 MIDDLEWARE.insert(
     MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
-    "board.middleware.UserTimeZoneMiddleware",
+    "accesscontrol.zones.UserTimeZoneMiddleware",
 )
 # A refused form (CSRF) gets the site's page, not Django's bare one (templates/403_csrf.html).
-CSRF_FAILURE_VIEW = "board.views.csrf_failure"
+CSRF_FAILURE_VIEW = "core.api_errors.csrf_failure"
 # Pages go out compressed: GZipMiddleware, in the scale-and-speed block above.

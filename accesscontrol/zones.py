@@ -1,9 +1,23 @@
 """Times on pages in the reader's zone: their profile's, else the site's (one place, so every
 {{ time|date }} and |when agrees)."""
 
+from zoneinfo import ZoneInfo
+
 from django.utils import timezone
 
-from reservations.zones import user_zone
+from core.zones import site_zone
+
+from .models import Profile
+
+
+def user_zone(user) -> ZoneInfo:
+    """The user's own zone (Profile.time_zone), else the site zone. A page's request reads it
+    once: UserTimeZoneMiddleware keeps it on the request's user as ``hive_zone``."""
+    known = getattr(user, "hive_zone", None)
+    if known is not None:
+        return known
+    name = Profile.objects.filter(user_id=user.pk).values_list("time_zone", flat=True).first()
+    return ZoneInfo(name) if name else site_zone()
 
 
 class UserTimeZoneMiddleware:
