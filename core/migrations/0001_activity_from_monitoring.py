@@ -1,7 +1,20 @@
 """Activity moves from monitoring to core, its table and rows untouched: only Django's idea
-of which app owns it changes (monitoring 0008 drops it from monitoring's state)."""
+of which app owns it changes (monitoring 0008 drops it from monitoring's state). Its content
+type is renamed, so the permissions on it, which admins may have given, stay given."""
 
 from django.db import migrations, models
+
+
+def move_content_type(source: str, target: str):
+    """Activity's content type from app ``source`` to ``target`` (none yet on a new database:
+    Django creates content types after migrating)."""
+
+    def move(apps, schema_editor):
+        content_types = apps.get_model("contenttypes", "ContentType").objects
+        rows = content_types.using(schema_editor.connection.alias)
+        rows.filter(app_label=source, model="activity").update(app_label=target)
+
+    return move
 
 
 class Migration(migrations.Migration):
@@ -10,6 +23,7 @@ class Migration(migrations.Migration):
     # The table was created by monitoring's migrations.
     dependencies = [
         ("monitoring", "0007_merge_name_checks_and_heartbeat"),
+        ("contenttypes", "0002_remove_content_type_name"),
     ]
 
     operations = [
@@ -35,5 +49,8 @@ class Migration(migrations.Migration):
                 ),
             ],
             database_operations=[],
+        ),
+        migrations.RunPython(
+            move_content_type("monitoring", "core"), move_content_type("core", "monitoring")
         ),
     ]
