@@ -16,7 +16,7 @@ def main():
             "available on your PYTHONPATH environment variable? Did you "
             "forget to activate a virtual environment?"
         ) from exc
-    from hiveproject.env import BadEnvironment
+    from core.env import BadEnvironment
 
     try:
         execute_from_command_line(sys.argv)

@@ -17,12 +17,13 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import DjangoModelPermissions, IsAuthenticated
 from rest_framework.response import Response
 
-from hiveproject.api_errors import Conflict
-from hiveproject.ids import IdField
+from core.api_errors import Conflict
+from core.ids import IdField
+from core.zones import site_zone
 from monitoring.models import Device
 
 from .coverage import active_ban, coverage_map
-from .models import Grant, Profile, Window, site_zone
+from .models import Grant, Profile, Window
 from .permissions import RestrictedViewSetMixin, may_inspect_others, permission_name, restrict
 
 MAX_RANGE = timedelta(days=366)

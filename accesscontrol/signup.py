@@ -22,7 +22,8 @@ import secrets
 
 from django.conf import settings
 
-from monitoring import hostscripts, workers
+from core import workers
+from monitoring import hostscripts
 from monitoring.connections import ssh_target
 from monitoring.models import Host
 from monitoring.transport import SSHTransport, TransportError

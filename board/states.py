@@ -9,11 +9,10 @@ from datetime import datetime
 from django.utils import timezone
 
 from accesscontrol.coverage import ONE_MINUTE, coverage_map, covers_next_minute
+from core.templatetags.hive_time import absolute
 from jobs.models import Task
 from monitoring.models import Device
 from reservations.models import Reservation, ReservedDevice
-
-from .templatetags.hive_time import absolute
 
 
 @dataclass

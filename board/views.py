@@ -1,7 +1,6 @@
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.shortcuts import render
-from django.views.decorators.csrf import requires_csrf_token
 
 from .states import booking_states, state_text
 from .tiles import board_rows, summary
@@ -35,10 +34,3 @@ def states(request):
         for pk, booking in booking_states(request.user).items()
     }
     return JsonResponse({"gpus": payload})
-
-
-@requires_csrf_token
-def csrf_failure(request, reason=""):
-    """A refused form in the site's design, with the menu (Django's own page has neither);
-    the technical reason stays out of the page."""
-    return render(request, "403_csrf.html", status=403)

@@ -2,7 +2,7 @@
 
 One pass, grouped by concern: Django's own wiring first (no environment in it), then each
 part of the service with the environment variables it reads. Every variable is declared
-once, where it is used, with its kind, default and a one-line help (hiveproject/env.py);
+once, where it is used, with its kind, default and a one-line help (core/env.py);
 docs/settings.md is generated from these declarations (bin/settings-reference).
 
 Every default runs the embedded profile (SQLite under HIVE_DATA_DIR, the django-q2 ORM
@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import dj_database_url
 
-from hiveproject.env import Env
+from core.env import Env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = Env(os.environ)
@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "guardian",
     "django_q",
     "channels",
+    "core",
     "monitoring",
     "accesscontrol",
     "notifications",
@@ -58,9 +59,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # Requests never call a host (monitoring.transport refuses while one is served): actions,
+    # Requests never call a host (core.hostcalls refuses while one is served): actions,
     # log reads, port picks and sign-up proofs are done by the workers.
-    "hiveproject.middleware.NoHostCalls",
+    "core.hostcalls.NoHostCalls",
     # HTML and JSON go out compressed to clients that accept it (lists and the board shrink
     # 5-10×); outermost, so it compresses what every other middleware wrote. Static files
     # come precompressed from whitenoise. CSRF tokens are masked per response, so the
@@ -68,19 +69,19 @@ MIDDLEWARE = [
     "django.middleware.gzip.GZipMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Body size, JSON depth and NUL refused before any view or the database.
-    "hiveproject.limits.RequestLimits",
+    "core.limits.RequestLimits",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Pages show times in the reader's zone (after authentication, which it reads).
-    "board.middleware.UserTimeZoneMiddleware",
+    "accesscontrol.zones.UserTimeZoneMiddleware",
     # Lets audit entries written by model signals name the signed-in user.
     "audit.context.ActorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     # A write that found SQLite locked too long: 503 with Retry-After, not a 500.
-    "hiveproject.api_errors.BusyDatabase",
+    "core.api_errors.BusyDatabase",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -110,7 +111,7 @@ TEMPLATES = [
 ]
 FORM_RENDERER = "hiveproject.forms.BootstrapRenderer"
 # A refused form (CSRF) gets the site's page, not Django's bare one (templates/403_csrf.html).
-CSRF_FAILURE_VIEW = "board.views.csrf_failure"
+CSRF_FAILURE_VIEW = "core.api_errors.csrf_failure"
 
 AUTHENTICATION_BACKENDS = [
     # First: refuses password checks for a name and address after repeated failures.
@@ -159,10 +160,10 @@ DATABASE_URL = env.url(
     shown="SQLite in the data dir",
 )
 # The embedded profile's SQLite: Django's, with writers queued in the process
-# (hiveproject/sqlite3). IMMEDIATE takes the write lock at BEGIN, so concurrent writers
+# (core/sqlite3). IMMEDIATE takes the write lock at BEGIN, so concurrent writers
 # queue on busy_timeout instead of failing with "database is locked" mid-transaction.
 EMBEDDED_SQLITE = {
-    "ENGINE": "hiveproject.sqlite3",
+    "ENGINE": "core.sqlite3",
     "OPTIONS": {
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
@@ -210,7 +211,7 @@ if not DATABASES["default"]["ENGINE"].endswith("postgresql"):
     # expects where psycopg is not installed.
     sys.modules.setdefault("django.contrib.postgres.fields", None)
 
-# On SQLite a write waits this long in all for its turn (hiveproject/sqlite3) before the
+# On SQLite a write waits this long in all for its turn (core/sqlite3) before the
 # request is answered 503 with Retry-After, never a 500.
 DATABASE_LOCK_WAIT = env.number(
     "DATABASE_LOCK_WAIT", 30, "SQLite: seconds a write may wait for its turn in all"
@@ -378,7 +379,7 @@ if HIVE_BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     USE_X_FORWARDED_HOST = True
 # The client's address is the X-Forwarded-For entry the nearest believed proxy wrote; with 0
-# it is the socket's (apitokens.limits, and DRF's throttles through REST_FRAMEWORK).
+# it is the socket's (core.clients, and DRF's throttles through REST_FRAMEWORK).
 NUM_PROXIES = env.integer(
     "NUM_PROXIES",
     1 if HIVE_BEHIND_PROXY else 0,
@@ -399,7 +400,7 @@ env.integer(
 # === Requests and the API =================================================================
 env.section("Requests and the API")
 
-# Bodies over this many bytes get 413 before they are read (hiveproject/limits.py); Django's
+# Bodies over this many bytes get 413 before they are read (core/limits.py); Django's
 # own bound agrees, so a form cannot go around it.
 REQUEST_MAX_BODY_BYTES = env.integer(
     "REQUEST_MAX_BODY_BYTES", 2 * 1024 * 1024, "largest request body (413 beyond)", min=1
@@ -409,7 +410,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
 REQUEST_MAX_JSON_DEPTH = env.integer(
     "REQUEST_MAX_JSON_DEPTH", 32, "deepest nesting in a JSON body (400 beyond)", min=1
 )
-# The web server's bounds on a request's head (hiveproject/webserver.py), as the shipped nginx
+# The web server's bounds on a request's head (core/webserver.py), as the shipped nginx
 # site has them: large_client_header_buffers 4 8k, client_header_timeout, client_body_timeout.
 REQUEST_MAX_HEADER_LINE_BYTES = env.integer(
     "REQUEST_MAX_HEADER_LINE_BYTES",
@@ -447,7 +448,7 @@ REST_FRAMEWORK = {
     # drf-spectacular's, documenting the error answers of every operation.
     "DEFAULT_SCHEMA_CLASS": "hiveproject.api_schema.HiveAutoSchema",
     # One error shape everywhere: {"detail": message, <field>: [messages]...}.
-    "EXCEPTION_HANDLER": "hiveproject.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "core.api_errors.exception_handler",
     # Answers written by orjson (same bytes as DRF's JSON renderer), the browsable API kept.
     "DEFAULT_RENDERER_CLASSES": [
         "hiveproject.renderers.FastJSONRenderer",

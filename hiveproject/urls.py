@@ -65,5 +65,5 @@ urlpatterns = [
     path("", include("monitoring.urls")),
 ]
 # A URL no route matches answers JSON under /api/, like every other API error.
-handler404 = "hiveproject.api_errors.not_found"
-handler500 = "hiveproject.api_errors.server_error"
+handler404 = "core.api_errors.not_found"
+handler500 = "core.api_errors.server_error"

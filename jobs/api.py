@@ -2,7 +2,7 @@
 a distributed template, actions on one task or many, logs.
 
 The services' ValidationError and PermissionDenied become 400 and 403 answers in the project's
-exception handler (hiveproject/api_errors.py)."""
+exception handler (core/api_errors.py)."""
 
 import shlex
 
@@ -17,8 +17,8 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from accesscontrol.permissions import RestrictedViewSetMixin, can
-from hiveproject.api_errors import Conflict
-from hiveproject.ids import IdField, id_list, is_whole_number
+from core.api_errors import Conflict
+from core.ids import IdField, id_list, is_whole_number
 from monitoring.models import Device, Host
 from reservations.models import Reservation
 

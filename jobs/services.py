@@ -22,7 +22,7 @@ from django.utils import timezone
 from accesscontrol.accounts import RunAs, spawn_min_uid
 from accesscontrol.permissions import can
 from audit.log import record
-from monitoring import lease
+from core import lease
 from monitoring.models import Device, Host
 from queueing.availability import Processes, start_rule  # the queue belongs to the jobs layer
 from reservations.models import Reservation

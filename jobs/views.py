@@ -1,7 +1,7 @@
 """Job pages: list, create (the guided form, task rows, distributed template), detail,
 actions, logs.
 
-Pages never reach a host (hiveproject/middleware.py): they read the database, which the
+Pages never reach a host (core/hostcalls.py): they read the database, which the
 workers keep up to date. Actions (start, stop, signals) are checked and handed to the
 workers (jobs/actions.py), and the page follows the tasks' states live; logs are served as
 the workers last fetched them; a distributed job's free ports are asked of the workers.
@@ -17,9 +17,9 @@ from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_POST
 
 from accesscontrol.permissions import restrict
-from board.templatetags.hive_time import absolute
 from board.tiles import board_rows
-from hiveproject.ids import MAX_ID, is_whole_number
+from core.ids import MAX_ID, is_whole_number
+from core.templatetags.hive_time import absolute
 from queueing.placing import usability
 from reservations.views import signed_in_json
 

@@ -2,7 +2,7 @@
 
 from django import forms
 
-from hiveproject.ids import MAX_ID
+from core.ids import MAX_ID
 
 from .models import DashboardLayout, Host
 

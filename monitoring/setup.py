@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
-from hiveproject.env import read_env_file
+from core.env import read_env_file
 
 from .models import Host
 

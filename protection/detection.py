@@ -24,15 +24,15 @@ from datetime import datetime
 
 from django.db import transaction
 
+from accesscontrol.owners import UnixNames, resolved_unix_name, service_user
+from core import lease
 from jobs.models import Task
-from monitoring import lease
 from monitoring.models import Device, Host
 from reservations.models import Reservation, ReservedDevice
 
 from . import config
 from .handlers import queue_handlers
 from .models import CheckedProbe, Sighting, Violation
-from .owners import UnixNames, resolved_unix_name, service_user
 
 log = logging.getLogger(__name__)
 

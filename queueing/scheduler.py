@@ -28,10 +28,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from audit.log import record
+from core import lease
 from jobs import actions as job_actions
 from jobs import services as job_services
 from jobs.models import Task, derive_status
-from monitoring import lease
 from monitoring.models import Device
 from notifications.send import notify
 from reservations.models import Reservation, ReservedDevice

@@ -16,7 +16,7 @@ from django.template.defaultfilters import pluralize
 
 from accesscontrol.permissions import can
 from audit.log import record
-from hiveproject.api_errors import Conflict
+from core.api_errors import Conflict
 from jobs import services as job_services
 from jobs import templating
 from monitoring.models import Device, Host

@@ -8,7 +8,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.response import Response
 
-from hiveproject.ids import IdField
+from core.ids import IdField
 from hiveproject.pagination import paged_rows
 from hiveproject.rows import fetch_tuples, ids_in_sql, iso_time, values_statement
 from monitoring.models import Device, Host

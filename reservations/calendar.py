@@ -8,10 +8,10 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from accesscontrol.coverage import coverage_map
+from core.zones import wall_text
 from monitoring.models import Device
 
 from .models import CalendarChoice, ReservedDevice
-from .zones import wall_text
 
 
 def device_label(device: Device) -> str:

@@ -13,12 +13,12 @@ from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from accesscontrol.zones import user_zone
 from monitoring.models import GpuMetric, Resolution
 from notifications.send import notify
 
 from .calendar import device_label
 from .models import Reservation, SentNotification
-from .zones import user_zone
 
 Kind = SentNotification.Kind
 CHAT_EVENTS = {Kind.STARTS: "booking_starts", Kind.ENDS: "booking_ends", Kind.IDLE: "idle_warning"}

@@ -4,7 +4,7 @@ import logging
 
 from django.core.mail import send_mail
 
-from monitoring import lease
+from core import lease
 
 from .services import refusal_after_now, reservations_to_recheck, withdraw_reservation
 

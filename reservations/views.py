@@ -2,7 +2,7 @@
 
 The JSON endpoints call reservations.services like the API does and answer errors in the
 API's shape ({"detail": ..., <field>: [...]}), so the calendar shows the same messages.
-Times travel as wall-clock text in the user's own zone (see reservations.zones).
+Times travel as wall-clock text in the user's own zone (see core.zones and accesscontrol.zones).
 """
 
 import json
@@ -18,8 +18,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from accesscontrol.models import check_calendar_year
-from hiveproject.api_errors import Conflict
+from accesscontrol.zones import user_zone
+from core.api_errors import Conflict
+from core.zones import check_calendar_year, parse_wall, wall_text
 from monitoring.models import Device
 
 from . import calendar, ical, overview, services, stats
@@ -27,7 +28,6 @@ from .api import as_api_error
 from .filters import id_list
 from .models import CalendarChoice, CalendarFeed, Reservation
 from .usage import usage_of
-from .zones import parse_wall, user_zone, wall_text
 
 
 def signed_in_json(view):

@@ -1,6 +1,6 @@
 """The environment the settings read: strict parsing, the shipped defaults, the reference.
 
-Each variable is declared once in hiveproject/settings.py through hiveproject/env.py; a
+Each variable is declared once in hiveproject/settings.py through core/env.py; a
 value that does not parse stops the start with one clear error, and docs/settings.md is
 generated from the same declarations."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from core.env import BadEnvironment, Env
 from hiveproject import settings as hive_settings
-from hiveproject.env import BadEnvironment, Env
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "docs" / "settings.md"
@@ -256,7 +256,7 @@ SHIPPED = {
     "SECURE_HSTS_SECONDS": "0",
     "NUM_PROXIES": "0",
     "TIME_ZONE": "'UTC'",
-    "DATABASES['default']['ENGINE']": "'hiveproject.sqlite3'",
+    "DATABASES['default']['ENGINE']": "'core.sqlite3'",
     "Q_CLUSTER": (
         "{'name': 'hive', 'workers': 3, 'timeout': 120, 'retry': 180, 'max_attempts': 3, "
         "'catch_up': False, 'save_limit': 500, 'label': 'Background tasks', "
@@ -356,7 +356,7 @@ def test_defaults_computed_from_other_settings_follow_them(tmp_path):
 
 
 def reference(data_dir: Path, **env: str) -> str:
-    done = run(["-m", "hiveproject.env", "--markdown"], data_dir, **env)
+    done = run(["-m", "hiveproject.settings_reference"], data_dir, **env)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

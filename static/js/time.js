@@ -10,7 +10,7 @@ window.hiveTime = (function () {
     timeZone: zone, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit",
     hour: "2-digit", minute: "2-digit", second: "2-digit",
   });
-  // As the server writes times (board/templatetags/hive_time.py): "Thu 26 Nov 14:05".
+  // As the server writes times (core/templatetags/hive_time.py): "Thu 26 Nov 14:05".
   const readable = new Intl.DateTimeFormat("en-GB", {
     timeZone: zone, weekday: "short", day: "2-digit", month: "short",
     hour: "2-digit", minute: "2-digit", hourCycle: "h23",

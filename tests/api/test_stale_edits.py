@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from accesscontrol.models import Grant
 from accesscontrol.services import ensure_default_group, profile_for
-from hiveproject.api_errors import Conflict
+from core.api_errors import Conflict
 from jobs import services as job_services
 from jobs.api import save_schedule
 from jobs.models import Task

@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accesscontrol.services import ensure_default_group
-from board.templatetags.hive_time import absolute
+from core.templatetags.hive_time import absolute
 from jobs.models import Job, Task
 from monitoring.models import Device, Host
 from reservations.services import create_reservation

@@ -13,12 +13,12 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils import timezone
 
-from board.templatetags.hive_time import absolute
-from monitoring import lease
+from accesscontrol.zones import user_zone
+from core import lease
+from core.templatetags.hive_time import absolute
 from monitoring.connections import pool
 from monitoring.loop import LOOP_ACTIVITY, ProbeLoop
 from monitoring.models import Device, Host
-from reservations.zones import user_zone
 from tests.monitoring.conftest import make_host
 from tests.monitoring.test_ssh_probe import UUID0, UUID1
 

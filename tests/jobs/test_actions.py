@@ -12,12 +12,13 @@ import pytest
 from django.test import RequestFactory
 from django.urls import reverse
 
+from core.hostcalls import HostCallInRequest, serving_request
+from core.models import Activity
 from jobs import remote, services
 from jobs.models import Task, TaskAction, TaskLog
 from jobs.tasks import sync_running
 from monitoring.connections import ConnectionPool
-from monitoring.models import Activity
-from monitoring.transport import HostCallInRequest, LocalTransport, SSHTransport, serving_request
+from monitoring.transport import LocalTransport, SSHTransport
 from tests.workers import run_queued
 
 from .conftest import wait_for
@@ -46,7 +47,7 @@ def from_requests(calls) -> list:
 
 
 def test_a_host_call_while_a_request_is_served_is_refused(rf: RequestFactory, node, runner):
-    from hiveproject.middleware import NoHostCalls
+    from core.hostcalls import NoHostCalls
 
     def view(request):
         return remote.run_as(node, getpass.getuser(), ["true"])

@@ -15,7 +15,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from monitoring import lease
+from core import lease
 from monitoring.loop import LOOP_ACTIVITY
 from monitoring.models import Device, Host
 from tests.realparts import FAKE_BIN, FakeGpus, free_port

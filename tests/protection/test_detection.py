@@ -13,7 +13,7 @@ from django_q.brokers import get_broker
 
 from accesscontrol.models import HostAccount
 from accesscontrol.services import ensure_default_group, profile_for
-from monitoring.models import Activity
+from core.models import Activity
 from monitoring.signals import cycle_finished
 from protection import config
 from protection.apps import check_settings

@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 from django.core import mail
 
-from monitoring.models import Activity
+from core.models import Activity
 from protection.detection import check_hosts
 from protection.handlers import ACTIVITY, Skip
 from protection.handlers.terminal import terminals, write_to_terminals

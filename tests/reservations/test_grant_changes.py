@@ -83,7 +83,7 @@ def test_a_mail_that_fails_keeps_no_booking_from_being_withdrawn(
     django_capture_on_commit_callbacks,
     settings,
 ):
-    from monitoring.models import Activity
+    from core.models import Activity
     from reservations.tasks import RECHECK_ACTIVITY
     from tests.realparts import free_port
 

@@ -152,7 +152,7 @@ def test_a_failing_mail_server_is_recorded_and_retried(running, settings):
     with pytest.raises(OSError):
         schedules.run_notifications()
     assert not SentNotification.objects.exists()  # the claim went with the failed send
-    from monitoring.models import Activity
+    from core.models import Activity
 
     assert Activity.objects.get(name=schedules.NOTIFY_ACTIVITY).last_error
 

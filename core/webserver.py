@@ -3,7 +3,7 @@
 daphne serves on Twisted's HTTP/1.1 channel, which takes in a whole request body (to memory
 or a temporary file) before daphne hands any of it to the application, and then queues all of
 it for the application at once: a 1 GB POST made daphne 1.2 GB large before the application's
-own bound (hiveproject.limits) could answer. A header line over Twisted's 16 KiB closed the
+own bound (core.limits) could answer. A header line over Twisted's 16 KiB closed the
 connection without an answer; too many or too large headers got a bare 400.
 
 Here the channel itself answers, with the API's error shape (``{"detail": ...}``):
@@ -20,7 +20,7 @@ whatever the client still sends, for a few seconds at most: closed at once, with
 the connection would be reset, and a client still sending could lose the answer (nginx's
 "lingering close" does the same).
 
-``python -m hiveproject.webserver`` takes daphne's options (``manage.py serve`` runs it, and
+``python -m core.webserver`` takes daphne's options (``manage.py serve`` runs it, and
 so does the systemd unit).
 """
 
@@ -34,7 +34,7 @@ from daphne.server import Server
 from django.conf import settings
 from twisted.web.http import HTTPChannel
 
-from hiveproject.limits import too_large_detail
+from core.limits import too_large_detail
 
 # How long a refused client's further data is read and dropped before the connection closes.
 LINGER_SECONDS = 5.0

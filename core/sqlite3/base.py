@@ -14,7 +14,7 @@ SQLite lets one writer at a time; the others poll on ``busy_timeout``, which is 
   wait is left to writers of other processes (the workers), which keep transactions short;
 - a ``BEGIN`` that SQLite still finds locked is tried again until ``DATABASE_LOCK_WAIT``
   seconds have passed since the request for the lock; then ``DatabaseBusy`` is raised, which
-  the API and the pages answer with 503 and ``Retry-After`` (hiveproject.api_errors) instead
+  the API and the pages answer with 503 and ``Retry-After`` (core.api_errors) instead
   of a 500.
 
 Connections are kept open for the next request (a small pool per process and database):
@@ -22,7 +22,7 @@ under ASGI every request runs in a thread of its own, so each opened a connectio
 connection reads the whole schema (200-odd tables and indexes) before its first query: 2 to
 4 ms, a good part of a small API request. See ``_Pool``.
 
-Select it with ``ENGINE = "hiveproject.sqlite3"`` (the embedded profile does).
+Select it with ``ENGINE = "core.sqlite3"`` (the embedded profile does).
 """
 
 import contextlib

@@ -11,7 +11,7 @@ the default. A value that does not parse as its kind (``DEBUG=ture``, ``Q_WORKER
 the start with one error naming every bad variable, its value, where it came from and what
 is accepted. ``manage.py`` prints that error alone, without a traceback.
 
-``python -m hiveproject.env --markdown`` writes the settings reference (docs/settings.md)
+``python -m hiveproject.settings_reference`` writes the settings reference (docs/settings.md)
 from the same declarations; tests/test_settings_env.py fails while the committed one is
 stale. Run it through ``bin/settings-reference``, which gives it a clean environment.
 
@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -386,17 +385,3 @@ def _cell(default: str) -> str:
 def _without_password(url: str) -> str:
     """A URL as an error may show it: a database password stays out of logs."""
     return re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", url)
-
-
-def main(argv: list[str]) -> int:
-    if argv != ["--markdown"]:
-        print("usage: python -m hiveproject.env --markdown  (the settings reference)")
-        return 2
-    from hiveproject import settings
-
-    sys.stdout.write(settings.env.markdown())
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

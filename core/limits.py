@@ -1,7 +1,7 @@
 """Bounds on every request, checked before a view (or the database) sees it.
 
 - A body larger than ``REQUEST_MAX_BODY_BYTES`` is refused with 413 before it is read: by the
-  web server itself (hiveproject/webserver.py, which ``serve`` and the systemd unit run: daphne
+  web server itself (core/webserver.py, which ``serve`` and the systemd unit run: daphne
   would otherwise take in the whole body before the application sees any of it), and again by
   ``BodyLimit`` around the ASGI app and ``RequestLimits`` in Django, for any other server.
 - A JSON body nested deeper than ``REQUEST_MAX_JSON_DEPTH`` is refused with 400: Python's

@@ -1,5 +1,5 @@
 """One way to show time on every page: absolute, in the user's zone (activated per request by
-board.middleware), "Thu 26 Nov 14:05", with a relative hint ("in 2 h", "5 min ago") where it
+accesscontrol.zones), "Thu 26 Nov 14:05", with a relative hint ("in 2 h", "5 min ago") where it
 helps, and durations in words ("2 h 5 min")."""
 
 from datetime import datetime, timedelta

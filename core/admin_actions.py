@@ -4,7 +4,7 @@ rules apply as on the pages and the API, and each refusal is said for its object
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from hiveproject.api_errors import Conflict
+from core.api_errors import Conflict
 
 
 def apply_each(modeladmin, request, objects, operation, done: str) -> int:

@@ -1,6 +1,6 @@
 """Asking the workers a question from a request, and waiting a bounded time for the answer.
 
-Requests never reach a host (see hiveproject/middleware.py). Where a page needs a host's
+Requests never reach a host (see core.hostcalls). Where a page needs a host's
 answer before it can reply (a free port for a distributed job, a sign-up's proof), the
 request hands the question to the django-q2 workers and waits for the answer at most
 ``WORKER_ANSWER_SECONDS``: a web thread is held for a bounded time, never for as long as a
@@ -20,7 +20,7 @@ from django.utils.module_loading import import_string
 from django_q.models import Task as QTask
 from django_q.tasks import async_task
 
-from .transport import serving_request
+from .hostcalls import serving_request
 
 POLL_SECONDS = 0.1
 

@@ -1,4 +1,4 @@
-"""One error shape for the whole API (its place in the OpenAPI schema: api_schema.py).
+"""One error shape for the whole API (its place in the OpenAPI schema: hiveproject/api_schema).
 
 Every error answer is a JSON object with a human ``detail``; a refused input also names each
 field it refuses, with a list of messages: ``{"detail": "end: The end must be after the
@@ -6,6 +6,9 @@ start.", "end": ["The end must be after the start."]}``. This is the shape the r
 and access-control endpoints already gave, so clients that read field keys keep working;
 the handler adds the ``detail`` where DRF leaves it out and turns a Django ``ValidationError``
 raised by a service (booking rules, access refusals) into a 400 instead of a 500.
+
+The site's error pages are answered here too (404, 500, a refused form): JSON under /api/,
+the site's templates (templates/4xx.html, 500.html) elsewhere.
 """
 
 from collections.abc import Callable
@@ -14,11 +17,13 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.shortcuts import render
 from django.views import defaults
+from django.views.decorators.csrf import requires_csrf_token
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from hiveproject.sqlite3.base import is_locked
+from core.sqlite3.base import is_locked
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | JsonResponse | None:
@@ -87,6 +92,13 @@ def server_error(request: HttpRequest) -> HttpResponse:
     if request.path_info.startswith("/api/"):
         return JsonResponse({"detail": "Server error: try again later."}, status=500)
     return defaults.server_error(request)
+
+
+@requires_csrf_token
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """A refused form in the site's design, with the menu (Django's own page has neither);
+    the technical reason stays out of the page."""
+    return render(request, "403_csrf.html", status=403)
 
 
 def _django_messages(exc: DjangoValidationError) -> dict[str, Any]:
