@@ -67,6 +67,12 @@ def envhandlers(name: str, default: list) -> list:
     return envlist(name, "") or default
 
 
+def envsecret(name: str) -> str:
+    """A secret from NAME, else from the file NAME_FILE names (trailing newline dropped)."""
+    path = envstr(f"{name}_FILE")
+    return envstr(name) or (Path(path).read_text().rstrip("\n") if path else "")
+
+
 def _persisted_secret_key() -> str:
     """SECRET_KEY from the environment, else generated once and kept in the data dir."""
     if envstr("SECRET_KEY"):
@@ -259,6 +265,119 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
     "guardian.backends.ObjectPermissionBackend",
 ]
+
+# --- Sign in with the lab's directory (LDAP) or its sign-in provider (OIDC) ---------------
+# Both off unless configured (docs/operating.md, "Sign in with the lab's directory"). Their
+# backends come after ModelBackend: local accounts sign in whether the directory answers or not.
+# Groups the directory and the provider never add anyone to or take anyone out of; the
+# user's other groups follow the directory's (or the provider's groups claim).
+HIVE_DIRECTORY_LOCAL_GROUPS = envlist("HIVE_DIRECTORY_LOCAL_GROUPS", "everyone")
+HIVE_LDAP_SERVER_URI = envstr("HIVE_LDAP_SERVER_URI")
+# The entry's attributes that name the user's UNIX account (posixAccount) and its UID.
+HIVE_LDAP_UNIX_NAME_ATTR = envstr("HIVE_LDAP_UNIX_NAME_ATTR", "uid")
+HIVE_LDAP_UID_NUMBER_ATTR = envstr("HIVE_LDAP_UID_NUMBER_ATTR", "uidNumber")
+if HIVE_LDAP_SERVER_URI:
+    import ldap
+    from django.core.exceptions import ImproperlyConfigured
+    from django_auth_ldap import config as ldap_config
+
+    AUTHENTICATION_BACKENDS.insert(2, "accesscontrol.directory.DirectoryBackend")
+    AUTH_LDAP_SERVER_URI = HIVE_LDAP_SERVER_URI
+    # Searches bind as this DN (empty: anonymously); the password is checked by binding as
+    # the user, at the DN the search found or the template makes (uid=%(user)s,ou=...).
+    AUTH_LDAP_BIND_DN = envstr("HIVE_LDAP_BIND_DN")
+    AUTH_LDAP_BIND_PASSWORD = envsecret("HIVE_LDAP_BIND_PASSWORD")
+    AUTH_LDAP_USER_DN_TEMPLATE = envstr("HIVE_LDAP_USER_DN_TEMPLATE") or None
+    # Without a bind DN the entry and groups are read as the user just bound (not anonymously).
+    AUTH_LDAP_BIND_AS_AUTHENTICATING_USER = not AUTH_LDAP_BIND_DN
+    if envstr("HIVE_LDAP_USER_SEARCH_BASE"):
+        AUTH_LDAP_USER_SEARCH = ldap_config.LDAPSearch(
+            envstr("HIVE_LDAP_USER_SEARCH_BASE"),
+            ldap.SCOPE_SUBTREE,
+            envstr("HIVE_LDAP_USER_SEARCH_FILTER", "(uid=%(user)s)"),
+        )
+    elif not AUTH_LDAP_USER_DN_TEMPLATE:
+        raise ImproperlyConfigured(
+            "HIVE_LDAP_SERVER_URI is set: set HIVE_LDAP_USER_SEARCH_BASE (search) or "
+            "HIVE_LDAP_USER_DN_TEMPLATE (direct bind) too."
+        )
+    AUTH_LDAP_USER_ATTR_MAP = {"first_name": "givenName", "last_name": "sn", "email": "mail"}
+    # Only members of this group (a DN) may sign in; empty: every entry the search finds.
+    AUTH_LDAP_REQUIRE_GROUP = envstr("HIVE_LDAP_REQUIRE_GROUP") or None
+    _LDAP_GROUP_TYPES = {  # HIVE_LDAP_GROUP_TYPE: django-auth-ldap's type, the groups' class
+        "posixGroup": (ldap_config.PosixGroupType, "posixGroup"),
+        "groupOfNames": (ldap_config.GroupOfNamesType, "groupOfNames"),
+        "nestedGroupOfNames": (ldap_config.NestedGroupOfNamesType, "groupOfNames"),
+        "groupOfUniqueNames": (ldap_config.GroupOfUniqueNamesType, "groupOfUniqueNames"),
+        "activeDirectory": (ldap_config.ActiveDirectoryGroupType, "group"),
+    }
+    _group_type = envstr("HIVE_LDAP_GROUP_TYPE", "posixGroup")
+    if _group_type not in _LDAP_GROUP_TYPES:
+        raise ImproperlyConfigured(
+            f"HIVE_LDAP_GROUP_TYPE={_group_type}: one of {', '.join(_LDAP_GROUP_TYPES)}."
+        )
+    _group_class, _group_object_class = _LDAP_GROUP_TYPES[_group_type]
+    AUTH_LDAP_GROUP_TYPE = _group_class(name_attr=envstr("HIVE_LDAP_GROUP_NAME_ATTR", "cn"))
+    if envstr("HIVE_LDAP_GROUP_SEARCH_BASE"):
+        AUTH_LDAP_GROUP_SEARCH = ldap_config.LDAPSearch(
+            envstr("HIVE_LDAP_GROUP_SEARCH_BASE"),
+            ldap.SCOPE_SUBTREE,
+            envstr("HIVE_LDAP_GROUP_SEARCH_FILTER", f"(objectClass={_group_object_class})"),
+        )
+        # The user's groups become the directory's at each sign-in, the local ones kept.
+        if HIVE_DIRECTORY_LOCAL_GROUPS:
+            AUTH_LDAP_MIRROR_GROUPS_EXCEPT = frozenset(HIVE_DIRECTORY_LOCAL_GROUPS)
+        else:
+            AUTH_LDAP_MIRROR_GROUPS = True
+    # A directory that does not answer fails the sign-in after this many seconds, not never.
+    AUTH_LDAP_CONNECTION_OPTIONS = {
+        ldap.OPT_NETWORK_TIMEOUT: envfloat("HIVE_LDAP_TIMEOUT", 5.0),
+        ldap.OPT_TIMEOUT: envfloat("HIVE_LDAP_TIMEOUT", 5.0),
+        ldap.OPT_REFERRALS: 0,
+    }
+    AUTH_LDAP_START_TLS = envbool("HIVE_LDAP_START_TLS", False)
+    _LDAP_TLS_REQUIRE_CERT = {
+        "demand": ldap.OPT_X_TLS_DEMAND,
+        "hard": ldap.OPT_X_TLS_HARD,
+        "try": ldap.OPT_X_TLS_TRY,
+        "allow": ldap.OPT_X_TLS_ALLOW,
+        "never": ldap.OPT_X_TLS_NEVER,
+    }
+    if envstr("HIVE_LDAP_TLS_CA_FILE"):
+        AUTH_LDAP_CONNECTION_OPTIONS[ldap.OPT_X_TLS_CACERTFILE] = envstr("HIVE_LDAP_TLS_CA_FILE")
+    if envstr("HIVE_LDAP_TLS_REQUIRE_CERT"):
+        _require = envstr("HIVE_LDAP_TLS_REQUIRE_CERT")
+        if _require not in _LDAP_TLS_REQUIRE_CERT:
+            _choices = ", ".join(_LDAP_TLS_REQUIRE_CERT)
+            raise ImproperlyConfigured(f"HIVE_LDAP_TLS_REQUIRE_CERT={_require}: one of {_choices}.")
+        AUTH_LDAP_CONNECTION_OPTIONS[ldap.OPT_X_TLS_REQUIRE_CERT] = _LDAP_TLS_REQUIRE_CERT[_require]
+    if {ldap.OPT_X_TLS_CACERTFILE, ldap.OPT_X_TLS_REQUIRE_CERT} & set(AUTH_LDAP_CONNECTION_OPTIONS):
+        AUTH_LDAP_CONNECTION_OPTIONS[ldap.OPT_X_TLS_NEWCTX] = 0  # last: applies the TLS options
+
+# OIDC (mozilla-django-oidc): the sign-in page offers "Sign in with HIVE_OIDC_PROVIDER_NAME".
+# Register PUBLIC_URL + /oidc/callback/ as the redirect URI at the provider;
+# `manage.py oidc_discover ISSUER` prints the endpoints from the provider's discovery document.
+HIVE_OIDC_CLIENT_ID = envstr("HIVE_OIDC_CLIENT_ID")
+HIVE_OIDC_PROVIDER_NAME = envstr("HIVE_OIDC_PROVIDER_NAME", "your organisation's account")
+# The claims naming the web user, the UNIX account on every host (empty: none, an admin maps
+# it) and the groups (empty: groups are not touched).
+HIVE_OIDC_USERNAME_CLAIM = envstr("HIVE_OIDC_USERNAME_CLAIM", "preferred_username")
+HIVE_OIDC_UNIX_NAME_CLAIM = envstr("HIVE_OIDC_UNIX_NAME_CLAIM")
+HIVE_OIDC_GROUPS_CLAIM = envstr("HIVE_OIDC_GROUPS_CLAIM")
+OIDC_AUTHENTICATE_CLASS = "accesscontrol.oidc.ProviderSignIn"  # answer 404 while off
+OIDC_CALLBACK_CLASS = "accesscontrol.oidc.ProviderCallback"
+if HIVE_OIDC_CLIENT_ID:
+    AUTHENTICATION_BACKENDS.append("accesscontrol.oidc.ProviderBackend")
+    OIDC_RP_CLIENT_ID = HIVE_OIDC_CLIENT_ID
+    OIDC_RP_CLIENT_SECRET = envsecret("HIVE_OIDC_CLIENT_SECRET")
+    OIDC_OP_AUTHORIZATION_ENDPOINT = envstr("HIVE_OIDC_AUTHORIZATION_ENDPOINT")
+    OIDC_OP_TOKEN_ENDPOINT = envstr("HIVE_OIDC_TOKEN_ENDPOINT")
+    OIDC_OP_USER_ENDPOINT = envstr("HIVE_OIDC_USERINFO_ENDPOINT")
+    OIDC_OP_JWKS_ENDPOINT = envstr("HIVE_OIDC_JWKS_ENDPOINT")
+    OIDC_RP_SIGN_ALGO = envstr("HIVE_OIDC_SIGN_ALGO", "RS256")
+    OIDC_RP_SCOPES = envstr("HIVE_OIDC_SCOPES", "openid email profile")
+    OIDC_USE_PKCE = envbool("HIVE_OIDC_USE_PKCE", True)
+    OIDC_TIMEOUT = envfloat("HIVE_OIDC_TIMEOUT", 10.0)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -47,6 +47,8 @@ urlpatterns = [
     # Reset mails limited per address and recipient (apitokens.views.password_reset).
     path("accounts/password_reset/", apitokens.views.password_reset, name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
+    # Sign-in with the lab's OIDC provider (404 unless configured: accesscontrol.oidc).
+    path("oidc/", include("mozilla_django_oidc.urls")),
     path("account/", include("apitokens.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
