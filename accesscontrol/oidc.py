@@ -42,9 +42,15 @@ class ProviderBackend(OIDCAuthenticationBackend):
             return super().authenticate(request, **kwargs)
         except requests.RequestException as exc:
             logger.warning("signing in with the OIDC provider failed: %s", exc)
+            refused = exc.response is not None
+            what = (
+                f"the provider refused it (HTTP {exc.response.status_code})"
+                if refused
+                else "the provider could not be asked"
+            )
             raise ProviderUnavailable(
-                f"Signing in with {settings.HIVE_OIDC_PROVIDER_NAME} did not work: the "
-                "provider could not be asked. Try again; tell an admin if it goes on."
+                f"Signing in with {settings.HIVE_OIDC_PROVIDER_NAME} did not work: {what}. "
+                "Try again; tell an admin if it goes on."
             ) from None
 
     def verify_claims(self, claims):
