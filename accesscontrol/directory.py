@@ -112,7 +112,3 @@ def _say_the_directory_failed(sender, context, exception, **kwargs):
         f"The lab's directory answered with an error ({detail or type(exception).__name__}): "
         "signing in with it does not work now. Tell an admin."
     )
-
-
-def directory_enabled() -> bool:
-    return "accesscontrol.directory.DirectoryBackend" in settings.AUTHENTICATION_BACKENDS

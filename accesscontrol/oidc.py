@@ -14,7 +14,6 @@ import logging
 import requests
 from django.conf import settings
 from django.contrib import messages
-from django.http import Http404
 from django.shortcuts import resolve_url
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
@@ -22,13 +21,6 @@ from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthen
 from .directory import mirror_groups, take_unix_name
 
 logger = logging.getLogger(__name__)
-
-BACKEND = "accesscontrol.oidc.ProviderBackend"
-
-
-def provider_enabled() -> bool:
-    return BACKEND in settings.AUTHENTICATION_BACKENDS
-
 
 class ProviderUnavailable(Exception):
     """The provider did not answer the sign-in as it should; ``str()`` tells the visitor."""
@@ -98,23 +90,13 @@ class ProviderBackend(OIDCAuthenticationBackend):
 
 
 class ProviderSignIn(OIDCAuthenticationRequestView):
-    """/oidc/authenticate/: off the page (404) while no provider is configured."""
-
-    def __init__(self, *args, **kwargs):
-        if not provider_enabled():
-            raise Http404("No sign-in provider is configured.")
-        super().__init__(*args, **kwargs)
+    """/oidc/authenticate/ (accesscontrol.signin: only while a provider is configured)."""
 
 
 class ProviderCallback(OIDCAuthenticationCallbackView):
     """/oidc/callback/: a failure goes back to the sign-in page, which says what happened."""
 
     failure_reason = ""
-
-    def __init__(self, *args, **kwargs):
-        if not provider_enabled():
-            raise Http404("No sign-in provider is configured.")
-        super().__init__(*args, **kwargs)
 
     @property
     def failure_url(self):

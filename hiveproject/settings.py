@@ -364,8 +364,6 @@ HIVE_OIDC_PROVIDER_NAME = envstr("HIVE_OIDC_PROVIDER_NAME", "your organisation's
 HIVE_OIDC_USERNAME_CLAIM = envstr("HIVE_OIDC_USERNAME_CLAIM", "preferred_username")
 HIVE_OIDC_UNIX_NAME_CLAIM = envstr("HIVE_OIDC_UNIX_NAME_CLAIM")
 HIVE_OIDC_GROUPS_CLAIM = envstr("HIVE_OIDC_GROUPS_CLAIM")
-OIDC_AUTHENTICATE_CLASS = "accesscontrol.oidc.ProviderSignIn"  # answer 404 while off
-OIDC_CALLBACK_CLASS = "accesscontrol.oidc.ProviderCallback"
 if HIVE_OIDC_CLIENT_ID:
     AUTHENTICATION_BACKENDS.append("accesscontrol.oidc.ProviderBackend")
     OIDC_RP_CLIENT_ID = HIVE_OIDC_CLIENT_ID
