@@ -25,7 +25,7 @@ from django_auth_ldap.backend import LDAPBackend, ldap_error
 
 from .accounts import directory_refusal
 from .models import Profile
-from .services import profile_for
+from .services import is_service_account_name, profile_for
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +77,8 @@ class DirectoryBackend(LDAPBackend):
     name (HIVE_LDAP_UNIX_NAME_ATTR; its UID: HIVE_LDAP_UID_NUMBER_ATTR) for the profile."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
+        if username is None or is_service_account_name(username):
+            return None
         user = super().authenticate(request, username=username, password=password, **kwargs)
         if user is not None and user.ldap_user.attrs is not None:
             self._take_unix_name(user, user.ldap_user.attrs)

@@ -19,8 +19,10 @@ from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 from .directory import mirror_groups, take_unix_name
+from .services import is_service_account_name
 
 logger = logging.getLogger(__name__)
+
 
 class ProviderUnavailable(Exception):
     """The provider did not answer the sign-in as it should; ``str()`` tells the visitor."""
@@ -46,7 +48,9 @@ class ProviderBackend(OIDCAuthenticationBackend):
             ) from None
 
     def verify_claims(self, claims):
-        return bool(self.get_username(claims)) and super().verify_claims(claims)
+        name = self.get_username(claims)
+        usable = 0 < len(name) <= 150 and not is_service_account_name(name)
+        return usable and super().verify_claims(claims)
 
     def get_username(self, claims):
         name = claims.get(settings.HIVE_OIDC_USERNAME_CLAIM)

@@ -20,7 +20,12 @@ HOST_ADMIN_PERMS = ("monitoring.view_host", "monitoring.change_host")
 
 def is_service_account(user) -> bool:
     """django-guardian's stand-in for anonymous visitors: never a member, never granted."""
-    return user.get_username() == guardian_settings.ANONYMOUS_USER_NAME
+    return is_service_account_name(user.get_username())
+
+
+def is_service_account_name(username: str) -> bool:
+    """``username`` names that stand-in (a directory or provider must never sign in as it)."""
+    return username.casefold() == guardian_settings.ANONYMOUS_USER_NAME.casefold()
 
 
 def profile_for(user) -> Profile:

@@ -221,6 +221,7 @@ DIRECTORY_PEOPLE = {
     "linus": (2002, "pw-linus-directory"),
     "root": (0, "pw-root-directory"),
     "daemonish": (500, "pw-daemonish-directory"),
+    "AnonymousUser": (2003, "pw-anonymous-directory"),  # django-guardian's stand-in's name
 }
 
 

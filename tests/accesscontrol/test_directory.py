@@ -106,6 +106,11 @@ def test_a_directory_entry_for_root_or_a_system_account_never_becomes_a_run_as_a
         check_run_as(user, hosts[0])
 
 
+def test_nobody_signs_in_as_the_stand_in_for_anonymous_visitors(client, directory):
+    response = sign_in(client, "AnonymousUser", password("AnonymousUser"))
+    assert response.status_code == 200 and "_auth_user_id" not in client.session
+
+
 def test_the_api_token_login_takes_the_directory_password(client, directory):
     answer = client.post(
         TOKEN_LOGIN, {"username": "ada", "password": password("ada"), "name": "cli"}

@@ -99,9 +99,7 @@ def test_the_sign_in_page_offers_the_provider(client, configured):
     assert "Or with a user name and password" in page
 
 
-def test_a_person_signs_in_with_the_provider_and_gets_its_unix_name_and_groups(
-    client, configured
-):
+def test_a_person_signs_in_with_the_provider_and_gets_its_unix_name_and_groups(client, configured):
     answer = sign_in_with_provider(client, "grace")
     assert answer.status_code == 302 and answer["Location"] == "/jobs/"
     grace = User.objects.get(username="grace")

@@ -81,7 +81,11 @@ def status(task: Task) -> str:
 
 
 def test_a_directory_user_runs_jobs_as_its_directory_account_on_every_host(
-    signed_in, member, member_logs, sshd, settings  # noqa: F811
+    signed_in,
+    member,
+    member_logs,
+    sshd,
+    settings,  # noqa: F811
 ):
     require(os.geteuid() == 0, "switching to another UNIX account needs root")
     require(shutil.which("screen") is not None, "GNU screen is not installed")
