@@ -48,6 +48,20 @@ def refusal(name: str) -> str:
     return ""
 
 
+def uid_refusal(name: str, uid: int) -> str:
+    """Why the account ``name`` with UID ``uid`` may not run jobs ("" if the UID allows it)."""
+    if uid < settings.RUN_AS_MIN_UID:
+        return f"{name} has UID {uid}, a system account (below {settings.RUN_AS_MIN_UID})"
+    return ""
+
+
+def directory_refusal(name: str, uid: int | None) -> str:
+    """Why a directory's or sign-in provider's UNIX name may not become a user's account on
+    every host ("" if nothing refuses it): the rules above, and the UID when it says one.
+    No allowance lifts it here: an admin who means it maps the account by hand."""
+    return refusal(name) or (uid_refusal(name, uid) if uid is not None else "")
+
+
 def account_taken(host: Host, name: str) -> bool:
     """Someone here already runs as ``name`` on ``host`` (per host, or as their usual name)."""
     if HostAccount.objects.filter(host=host, unix_username=name).exists():

@@ -21,8 +21,13 @@ HOST_ADMIN_PERMS = ("monitoring.view_host", "monitoring.change_host")
 
 def is_service_account(user: AbstractBaseUser) -> bool:
     """django-guardian's stand-in for anonymous visitors: never a member, never granted."""
+    return is_service_account_name(user.get_username())
+
+
+def is_service_account_name(username: str) -> bool:
+    """``username`` names that stand-in (a directory or provider must never sign in as it)."""
     anonymous: str = guardian_settings.ANONYMOUS_USER_NAME
-    return user.get_username() == anonymous
+    return username.casefold() == anonymous.casefold()
 
 
 def profile_for(user: User) -> Profile:

@@ -28,7 +28,7 @@ from monitoring.connections import ssh_target
 from monitoring.models import Host
 from monitoring.transport import SSHTransport, TransportError
 
-from .accounts import account_taken, refusal
+from .accounts import account_taken, refusal, uid_refusal
 
 
 class SignupRefused(Exception):
@@ -64,11 +64,9 @@ def check_claim(host: Host, username: str) -> None:
 
 def check_uid(host: Host, username: str, uid: int) -> None:
     """System accounts (below RUN_AS_MIN_UID) are refused once the host has told the UID."""
-    if uid < settings.RUN_AS_MIN_UID:
-        raise SignupRefused(
-            f"{username} on {host} has UID {uid}, a system account (below "
-            f"{settings.RUN_AS_MIN_UID}): it cannot be used to sign up."
-        )
+    why = uid_refusal(f"{username} on {host}", uid)
+    if why:
+        raise SignupRefused(f"{why}: it cannot be used to sign up.")
 
 
 def prove_unix_account(host: Host, username: str, code: str) -> int:

@@ -130,6 +130,12 @@ class LockedSaysSo:
 
     throttled = False
 
+    @property
+    def says_why(self) -> bool:
+        """Its error says why signing in failed (a limit, the directory down): show it."""
+        errors = self.non_field_errors().as_data()
+        return self.throttled or any(error.code == "unavailable" for error in errors)
+
     def clean(self):
         message = locked_message(self.request, self.cleaned_data.get("username"))
         if message:

@@ -3,6 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
+import accesscontrol.signin
 import accesscontrol.urls
 import accounting.urls
 import apitokens.signin
@@ -47,6 +48,17 @@ urlpatterns = [
     # Reset mails limited per address and recipient (apitokens.views.password_reset).
     path("accounts/password_reset/", apitokens.views.password_reset, name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
+    # Sign-in with the lab's OIDC provider (404 unless configured: accesscontrol.signin).
+    path(
+        "oidc/authenticate/",
+        accesscontrol.signin.provider_sign_in,
+        name="oidc_authentication_init",
+    ),
+    path(
+        "oidc/callback/",
+        accesscontrol.signin.provider_callback,
+        name="oidc_authentication_callback",
+    ),
     path("account/", include("apitokens.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

@@ -29,6 +29,7 @@ from tests.realparts import children, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SSH_MODULES = ("paramiko", "nacl", "invoke", "bcrypt")
+DIRECTORY_MODULES = ("ldap", "django_auth_ldap", "mozilla_django_oidc", "jwt", "cryptography")
 
 # The web process once it has answered: the ASGI application and every URL's view.
 WEB = """
@@ -66,6 +67,13 @@ def test_the_web_process_loads_no_ssh_library(tmp_path):
     loaded = top_modules(WEB, tmp_path)
     assert "rest_framework" in loaded and "django_q" in loaded  # the app itself was loaded
     assert loaded.isdisjoint(SSH_MODULES), loaded & set(SSH_MODULES)
+
+
+def test_the_web_process_loads_no_directory_library_while_sign_in_with_one_is_off(tmp_path):
+    """python-ldap, mozilla-django-oidc and their crypto: about 16 MiB (accesscontrol.signin)."""
+    loaded = top_modules(WEB, tmp_path)
+    assert "rest_framework" in loaded
+    assert loaded.isdisjoint(DIRECTORY_MODULES), loaded & set(DIRECTORY_MODULES)
 
 
 def test_the_web_process_on_sqlite_loads_no_postgresql_driver(tmp_path):
