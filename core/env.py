@@ -6,10 +6,12 @@ a one-line help::
     env.integer("Q_WORKERS", 3, "worker processes per machine", min=1)
 
 A value is taken from the process environment, else from ``HIVE_DATA_DIR/hive.env``, else
-the default. A value that does not parse as its kind (``DEBUG=ture``, ``Q_WORKERS=-3``,
-``PROTECTION_LEVEL=strikt``) is noted, and ``env.check()`` at the end of the settings stops
-the start with one error naming every bad variable, its value, where it came from and what
-is accepted. ``manage.py`` prints that error alone, without a traceback.
+the default; a secret (``env.secret``) may instead be in the file ``NAME_FILE`` names. A
+value that does not parse as its kind (``DEBUG=ture``, ``Q_WORKERS=-3``,
+``PROTECTION_LEVEL=strikt``), or settings that do not go together (``env.error``), are noted,
+and ``env.check()`` at the end of the settings stops the start with one error naming every
+bad variable, its value, where it came from and what is accepted. ``manage.py`` prints that
+error alone, without a traceback.
 
 ``python -m hiveproject.settings_reference`` writes the settings reference (docs/settings.md)
 from the same declarations; tests/test_settings_env.py fails while the committed one is
@@ -271,7 +273,33 @@ class Env:
             return value if isinstance(value, list) else self._bad(name, raw, accepts, default)
         return _items(raw) or default
 
+    def secret(self, name: str, help: str) -> str:
+        """A secret given as ``NAME``, or in the file ``NAME_FILE`` names (its trailing
+        newlines dropped), so that it can stay out of hive.env and the process's environment.
+        Both set is an error (which one was meant?); so is a file the service cannot read.
+        The secret itself is never shown."""
+        value = self.text(name, "", help, shown="(none)", accepts=f"text; or `{name}_FILE`")
+        file_name = f"{name}_FILE"
+        accepts = "a file the service can read"
+        path = self._declare(
+            file_name, accepts, "", "(none)", f"a file holding `{name}`", empty_is_default=True
+        )
+        if path is None:
+            return value
+        if value:
+            self.error(f"{name} and {file_name} are both set: set one of them")
+            return value
+        try:
+            return Path(path.strip()).read_text().rstrip("\n")
+        except OSError as exc:
+            return self._bad(file_name, path, f"{accepts} ({exc.strerror})", "")
+
     # --- Checking -------------------------------------------------------------------------
+
+    def error(self, message: str) -> None:
+        """A combination of values the service cannot use, each variable good alone (a
+        feature turned on without what it needs): stops the start with the bad values."""
+        self.errors.append(f"  {message}")
 
     def check(self) -> None:
         """Stop here, naming every bad value, if any variable had one."""

@@ -544,6 +544,285 @@ PROCESS_VISIBILITY = env.text(
     "who sees which GPU processes' command lines (a dotted path)",
 )
 
+# === Sign-in with the lab's directory =====================================================
+env.section("Sign-in with the lab's directory (LDAP) or provider (OIDC)")
+
+# Both off unless configured (docs/operating.md, "Sign in with the lab's directory"). Their
+# backends come after ModelBackend: local accounts sign in whether the directory answers or
+# not. The directory's libraries (python-ldap builds from source) are not in the runtime's
+# lock: requirements-directory.txt has them, for the sites that turn LDAP on.
+HIVE_DIRECTORY_LOCAL_GROUPS = env.csv(
+    "HIVE_DIRECTORY_LOCAL_GROUPS",
+    "everyone",
+    "groups the directory and the provider never add anyone to or take anyone out of; the "
+    "user's other groups follow theirs",
+)
+HIVE_LDAP_SERVER_URI = env.url(
+    "HIVE_LDAP_SERVER_URI",
+    "",
+    "e.g. `ldaps://ldap.lab.example.org`: sign-in with the directory is on (it needs "
+    "requirements-directory.txt installed)",
+    schemes=("ldap", "ldaps", "ldapi"),
+    shown="(unset: off)",
+)
+# Searches bind as this DN; the password is checked by binding as the user, at the DN the
+# search found or the template makes.
+_LDAP_BIND_DN = env.text(
+    "HIVE_LDAP_BIND_DN",
+    "",
+    "the service's DN for searches; empty: they run as the person signing in",
+    shown="(none)",
+)
+_LDAP_BIND_PASSWORD = env.secret("HIVE_LDAP_BIND_PASSWORD", "the service DN's password")
+_LDAP_USER_SEARCH_BASE = env.text(
+    "HIVE_LDAP_USER_SEARCH_BASE", "", "where people are found (a subtree search)", shown="(none)"
+)
+_LDAP_USER_SEARCH_FILTER = env.text(
+    "HIVE_LDAP_USER_SEARCH_FILTER",
+    "(uid=%(user)s)",
+    "how a person is found there (`%(user)s`: the name typed)",
+    pattern=r"\(.*%\(user\)s.*\)",
+    accepts="an LDAP filter with `%(user)s`",
+)
+_LDAP_USER_DN_TEMPLATE = env.text(
+    "HIVE_LDAP_USER_DN_TEMPLATE",
+    "",
+    "instead of a search: bind directly at e.g. `uid=%(user)s,ou=people,dc=lab,dc=org`",
+    pattern=r"(.*%\(user\)s.*)?",
+    accepts="a DN with `%(user)s`",
+    shown="(none)",
+)
+# The entry's attributes that name the user's UNIX account (posixAccount) and its UID.
+_LDAP_ATTRIBUTE = r"[A-Za-z][A-Za-z0-9-]*"
+HIVE_LDAP_UNIX_NAME_ATTR = env.text(
+    "HIVE_LDAP_UNIX_NAME_ATTR",
+    "uid",
+    "the entry's attribute naming the UNIX account jobs run as on every host",
+    pattern=_LDAP_ATTRIBUTE,
+    accepts="an attribute name",
+)
+HIVE_LDAP_UID_NUMBER_ATTR = env.text(
+    "HIVE_LDAP_UID_NUMBER_ATTR",
+    "uidNumber",
+    "the entry's attribute holding that account's UID",
+    pattern=_LDAP_ATTRIBUTE,
+    accepts="an attribute name",
+)
+_LDAP_GROUP_SEARCH_BASE = env.text(
+    "HIVE_LDAP_GROUP_SEARCH_BASE",
+    "",
+    "where groups are found; empty: groups are not touched",
+    shown="(none)",
+)
+# HIVE_LDAP_GROUP_TYPE: django-auth-ldap's group type, and the object class of the groups.
+_LDAP_GROUP_TYPES = {
+    "posixGroup": ("PosixGroupType", "posixGroup"),
+    "groupOfNames": ("GroupOfNamesType", "groupOfNames"),
+    "nestedGroupOfNames": ("NestedGroupOfNamesType", "groupOfNames"),
+    "groupOfUniqueNames": ("GroupOfUniqueNamesType", "groupOfUniqueNames"),
+    "activeDirectory": ("ActiveDirectoryGroupType", "group"),
+}
+_LDAP_GROUP_TYPE = env.choice(
+    "HIVE_LDAP_GROUP_TYPE",
+    "posixGroup",
+    "how membership is kept (`posixGroup`: memberUid, and the primary gidNumber)",
+    tuple(_LDAP_GROUP_TYPES),
+)
+_LDAP_GROUP_SEARCH_FILTER = env.text(
+    "HIVE_LDAP_GROUP_SEARCH_FILTER",
+    f"(objectClass={_LDAP_GROUP_TYPES[_LDAP_GROUP_TYPE][1]})",
+    "which entries there are groups",
+    pattern=r"\(.*\)",
+    accepts="an LDAP filter",
+    shown="`(objectClass=…)` of the group type",
+)
+_LDAP_GROUP_NAME_ATTR = env.text(
+    "HIVE_LDAP_GROUP_NAME_ATTR",
+    "cn",
+    "the group's attribute that names it here",
+    pattern=_LDAP_ATTRIBUTE,
+    accepts="an attribute name",
+)
+_LDAP_REQUIRE_GROUP = env.text(
+    "HIVE_LDAP_REQUIRE_GROUP", "", "a group's DN: only its members may sign in", shown="(none)"
+)
+_LDAP_START_TLS = env.boolean("HIVE_LDAP_START_TLS", False, "StartTLS on an `ldap://` URI")
+_LDAP_TLS_CA_FILE = env.text(
+    "HIVE_LDAP_TLS_CA_FILE",
+    "",
+    "CA certificates to check the directory's certificate with",
+    shown="the system's",
+)
+_LDAP_TLS_REQUIRE_CERT = env.choice(
+    "HIVE_LDAP_TLS_REQUIRE_CERT",
+    "",
+    "how the directory's certificate is checked",
+    ("demand", "hard", "try", "allow", "never"),
+    shown="libldap's (`demand`)",
+)
+_LDAP_TIMEOUT = env.number(
+    "HIVE_LDAP_TIMEOUT",
+    5.0,
+    "seconds to connect and for each answer: a directory that does not answer fails the "
+    "sign-in then",
+    positive=True,
+)
+
+
+def _ldap_libraries():
+    """python-ldap and django-auth-ldap's config module; None, and an error noted, where
+    requirements-directory.txt is not installed."""
+    try:
+        import ldap
+        from django_auth_ldap import config
+    except ImportError as missing:
+        env.error(
+            f"HIVE_LDAP_SERVER_URI is set, but the directory's libraries are not installed "
+            f"(no module {missing.name}): install requirements-directory.txt, "
+            "`.venv/bin/pip install --require-hashes -r requirements-directory.txt`, after "
+            "its build headers (docs/operating.md, Sign in with the lab's directory)"
+        )
+        return None
+    return ldap, config
+
+
+if HIVE_LDAP_SERVER_URI and not (_LDAP_USER_SEARCH_BASE or _LDAP_USER_DN_TEMPLATE):
+    env.error(
+        "HIVE_LDAP_SERVER_URI is set: set HIVE_LDAP_USER_SEARCH_BASE (search) or "
+        "HIVE_LDAP_USER_DN_TEMPLATE (direct bind) too"
+    )
+_ldap = _ldap_libraries() if HIVE_LDAP_SERVER_URI else None
+if _ldap:
+    ldap, ldap_config = _ldap
+    AUTHENTICATION_BACKENDS.insert(2, "accesscontrol.directory.DirectoryBackend")
+    AUTH_LDAP_SERVER_URI = HIVE_LDAP_SERVER_URI
+    AUTH_LDAP_BIND_DN = _LDAP_BIND_DN
+    AUTH_LDAP_BIND_PASSWORD = _LDAP_BIND_PASSWORD
+    AUTH_LDAP_USER_DN_TEMPLATE = _LDAP_USER_DN_TEMPLATE or None
+    # Without a bind DN the entry and groups are read as the user just bound (not anonymously).
+    AUTH_LDAP_BIND_AS_AUTHENTICATING_USER = not _LDAP_BIND_DN
+    if _LDAP_USER_SEARCH_BASE:
+        AUTH_LDAP_USER_SEARCH = ldap_config.LDAPSearch(
+            _LDAP_USER_SEARCH_BASE, ldap.SCOPE_SUBTREE, _LDAP_USER_SEARCH_FILTER
+        )
+    AUTH_LDAP_USER_ATTR_MAP = {"first_name": "givenName", "last_name": "sn", "email": "mail"}
+    AUTH_LDAP_REQUIRE_GROUP = _LDAP_REQUIRE_GROUP or None
+    _group_type = getattr(ldap_config, _LDAP_GROUP_TYPES[_LDAP_GROUP_TYPE][0])
+    AUTH_LDAP_GROUP_TYPE = _group_type(name_attr=_LDAP_GROUP_NAME_ATTR)
+    if _LDAP_GROUP_SEARCH_BASE:
+        AUTH_LDAP_GROUP_SEARCH = ldap_config.LDAPSearch(
+            _LDAP_GROUP_SEARCH_BASE, ldap.SCOPE_SUBTREE, _LDAP_GROUP_SEARCH_FILTER
+        )
+        # The user's groups become the directory's at each sign-in, the local ones kept.
+        if HIVE_DIRECTORY_LOCAL_GROUPS:
+            AUTH_LDAP_MIRROR_GROUPS_EXCEPT = frozenset(HIVE_DIRECTORY_LOCAL_GROUPS)
+        else:
+            AUTH_LDAP_MIRROR_GROUPS = True
+    AUTH_LDAP_CONNECTION_OPTIONS = {
+        ldap.OPT_NETWORK_TIMEOUT: _LDAP_TIMEOUT,
+        ldap.OPT_TIMEOUT: _LDAP_TIMEOUT,
+        ldap.OPT_REFERRALS: 0,
+    }
+    AUTH_LDAP_START_TLS = _LDAP_START_TLS
+    if _LDAP_TLS_CA_FILE:
+        AUTH_LDAP_CONNECTION_OPTIONS[ldap.OPT_X_TLS_CACERTFILE] = _LDAP_TLS_CA_FILE
+    if _LDAP_TLS_REQUIRE_CERT:
+        AUTH_LDAP_CONNECTION_OPTIONS[ldap.OPT_X_TLS_REQUIRE_CERT] = getattr(
+            ldap, f"OPT_X_TLS_{_LDAP_TLS_REQUIRE_CERT.upper()}"
+        )
+    if _LDAP_TLS_CA_FILE or _LDAP_TLS_REQUIRE_CERT:
+        AUTH_LDAP_CONNECTION_OPTIONS[ldap.OPT_X_TLS_NEWCTX] = 0  # last: applies the TLS options
+
+# OIDC (mozilla-django-oidc): the sign-in page offers "Sign in with HIVE_OIDC_PROVIDER_NAME".
+# Register PUBLIC_URL + /oidc/callback/ as the redirect URI at the provider; `manage.py
+# oidc_discover ISSUER` prints the endpoints from the provider's discovery document (the
+# service never asks it at start: a provider that is down must not stop the service).
+HIVE_OIDC_CLIENT_ID = env.text(
+    "HIVE_OIDC_CLIENT_ID",
+    "",
+    "the client's id at the provider: the **Sign in with** button and the provider's "
+    "sign-in are on",
+    shown="(unset: off)",
+)
+_OIDC_CLIENT_SECRET = env.secret("HIVE_OIDC_CLIENT_SECRET", "the client's secret")
+HIVE_OIDC_PROVIDER_NAME = env.text(
+    "HIVE_OIDC_PROVIDER_NAME",
+    "your organisation's account",
+    "the button says **Sign in with** this",
+)
+_OIDC_ENDPOINTS = {
+    name: env.url(
+        f"HIVE_OIDC_{name}_ENDPOINT",
+        "",
+        f"the provider's {name.lower()} endpoint (`oidc_discover` prints it)",
+        schemes=("https", "http"),
+        host=True,
+        shown="(none)",
+    )
+    for name in ("AUTHORIZATION", "TOKEN", "USERINFO", "JWKS")
+}
+# mozilla-django-oidc checks RS* and ES* signatures with the provider's keys (JWKS endpoint),
+# HS* with the client's secret.
+_OIDC_SIGN_ALGO = env.choice(
+    "HIVE_OIDC_SIGN_ALGO",
+    "RS256",
+    "how the provider signs ID tokens",
+    tuple(f"{family}{bits}" for family in ("RS", "ES", "HS") for bits in (256, 384, 512)),
+)
+_OIDC_SCOPES = env.text(
+    "HIVE_OIDC_SCOPES",
+    "openid email profile",
+    "scopes asked for: add the one that carries the UNIX name and groups claims, if any",
+    pattern=r"(\S+\s+)*openid(\s+\S+)*",
+    accepts="scopes separated by spaces, `openid` among them",
+    shown="`openid email profile`",
+)
+# The claims naming the web user (matched by name, never by mail, which a provider may let
+# people set), the UNIX account on every host and the groups.
+HIVE_OIDC_USERNAME_CLAIM = env.text(
+    "HIVE_OIDC_USERNAME_CLAIM",
+    "preferred_username",
+    "the claim naming the web user",
+    pattern=r"\S+",
+    accepts="a claim's name",
+)
+HIVE_OIDC_UNIX_NAME_CLAIM = env.text(
+    "HIVE_OIDC_UNIX_NAME_CLAIM",
+    "",
+    "the claim holding the UNIX account on every host; empty: admins map accounts",
+    shown="(none)",
+)
+HIVE_OIDC_GROUPS_CLAIM = env.text(
+    "HIVE_OIDC_GROUPS_CLAIM",
+    "",
+    "a claim listing group names the user's groups follow; empty: groups are not touched",
+    shown="(none)",
+)
+_OIDC_USE_PKCE = env.boolean("HIVE_OIDC_USE_PKCE", True, "PKCE on the code flow")
+_OIDC_TIMEOUT = env.number(
+    "HIVE_OIDC_TIMEOUT", 10.0, "seconds for each call to the provider", positive=True
+)
+if HIVE_OIDC_CLIENT_ID:
+    _needed = [f"HIVE_OIDC_{name}_ENDPOINT" for name, url in _OIDC_ENDPOINTS.items() if not url]
+    if _OIDC_SIGN_ALGO.startswith("HS") and "HIVE_OIDC_JWKS_ENDPOINT" in _needed:
+        _needed.remove("HIVE_OIDC_JWKS_ENDPOINT")  # HS*: the client's secret is the key
+    if _needed:
+        env.error(
+            f"HIVE_OIDC_CLIENT_ID is set: set {', '.join(_needed)} too "
+            "(manage.py oidc_discover ISSUER prints them)"
+        )
+    AUTHENTICATION_BACKENDS.append("accesscontrol.oidc.ProviderBackend")
+    OIDC_RP_CLIENT_ID = HIVE_OIDC_CLIENT_ID
+    OIDC_RP_CLIENT_SECRET = _OIDC_CLIENT_SECRET
+    OIDC_OP_AUTHORIZATION_ENDPOINT = _OIDC_ENDPOINTS["AUTHORIZATION"]
+    OIDC_OP_TOKEN_ENDPOINT = _OIDC_ENDPOINTS["TOKEN"]
+    OIDC_OP_USER_ENDPOINT = _OIDC_ENDPOINTS["USERINFO"]
+    OIDC_OP_JWKS_ENDPOINT = _OIDC_ENDPOINTS["JWKS"] or None
+    OIDC_RP_SIGN_ALGO = _OIDC_SIGN_ALGO
+    OIDC_RP_SCOPES = " ".join(_OIDC_SCOPES.split())
+    OIDC_USE_PKCE = _OIDC_USE_PKCE
+    OIDC_TIMEOUT = _OIDC_TIMEOUT
+
 # === Monitoring and SSH ===================================================================
 env.section("Monitoring and SSH")
 

@@ -2,10 +2,14 @@
 (django-oidc-provider, a Django project of its own in tests/oidcprovider), each a process of
 the test's own on a loopback port, with its data under a temporary directory.
 
-Where slapd is not installed the tests skip (fail with HIVE_REQUIRE_INTEGRATION=1):
-`apt-get install slapd ldap-utils`.
+Where slapd or the directory's libraries (python-ldap, django-auth-ldap: not in the dev
+lock, since python-ldap builds from source) are not installed the LDAP tests skip (fail with
+HIVE_REQUIRE_INTEGRATION=1): `apt-get install slapd ldap-utils`, and
+`pip install --require-hashes -r requirements-directory.txt` after python-ldap's build
+headers (`apt-get install build-essential libldap2-dev libsasl2-dev`).
 """
 
+import importlib.util
 import json
 import os
 import runpy
@@ -25,7 +29,16 @@ SCHEMAS = Path("/etc/ldap/schema")
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def require_ldap_libraries() -> None:
+    require(
+        all(importlib.util.find_spec(name) for name in ("ldap", "django_auth_ldap")),
+        "python-ldap and django-auth-ldap are not installed "
+        "(pip install --require-hashes -r requirements-directory.txt)",
+    )
+
+
 def require_slapd() -> None:
+    require_ldap_libraries()
     require(
         Path(SLAPD).exists() and shutil.which("ldapadd") is not None,
         "OpenLDAP's slapd and ldap-utils are not installed (apt-get install slapd ldap-utils)",

@@ -135,6 +135,54 @@ def test_each_kind_refuses_what_it_cannot_use(declare, raw):
         env.check()
 
 
+def test_sign_in_with_the_directory_set_up_wrong_stops_the_start(tmp_path):
+    """A bad value in the sign-in section, a secret given twice or in a file that is not
+    there, and a feature turned on without what it needs: one error names them all, and
+    neither secret is shown."""
+    data_dir, secrets = tmp_path / "data", tmp_path / "secrets"
+    data_dir.mkdir()
+    secrets.mkdir()
+    (secrets / "oidc").write_text("from-the-file\n")
+    done = run(
+        ["manage.py", "check"],
+        data_dir,
+        HIVE_LDAP_SERVER_URI="ldaps://ldap.lab.example.org",
+        HIVE_LDAP_GROUP_TYPE="posix",
+        HIVE_LDAP_BIND_PASSWORD_FILE=str(secrets / "missing"),
+        HIVE_OIDC_CLIENT_ID="gpuhive",
+        HIVE_OIDC_CLIENT_SECRET="s3cret-given",
+        HIVE_OIDC_CLIENT_SECRET_FILE=str(secrets / "oidc"),
+        HIVE_OIDC_TOKEN_ENDPOINT="https://login.lab.example.org/token",
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    said = [line.strip() for line in done.stderr.splitlines()[1:]]
+    assert said == [
+        "HIVE_LDAP_BIND_PASSWORD_FILE="
+        f"'{secrets / 'missing'}' (from the environment): expected a file the service can "
+        "read (No such file or directory)",
+        "HIVE_LDAP_GROUP_TYPE='posix' (from the environment): expected one of posixGroup, "
+        "groupOfNames, nestedGroupOfNames, groupOfUniqueNames, activeDirectory",
+        "HIVE_LDAP_SERVER_URI is set: set HIVE_LDAP_USER_SEARCH_BASE (search) or "
+        "HIVE_LDAP_USER_DN_TEMPLATE (direct bind) too",
+        "HIVE_OIDC_CLIENT_SECRET and HIVE_OIDC_CLIENT_SECRET_FILE are both set: set one of them",
+        "HIVE_OIDC_CLIENT_ID is set: set HIVE_OIDC_AUTHORIZATION_ENDPOINT, "
+        "HIVE_OIDC_USERINFO_ENDPOINT, HIVE_OIDC_JWKS_ENDPOINT too (manage.py oidc_discover "
+        "ISSUER prints them)",
+    ]
+    assert "s3cret" not in done.stderr and "from-the-file" not in done.stderr
+    assert list(data_dir.iterdir()) == []
+
+
+def test_a_secret_comes_from_its_variable_or_from_the_file_its_file_variable_names(tmp_path):
+    (tmp_path / "password").write_text("pw from the file\n\n")
+    env = Env({"A_PASSWORD": "given", "B_PASSWORD_FILE": str(tmp_path / "password")})
+    assert env.secret("A_PASSWORD", "") == "given"
+    assert env.secret("B_PASSWORD", "") == "pw from the file"
+    assert env.secret("C_PASSWORD", "") == ""
+    assert env.errors == []
+    assert {"A_PASSWORD", "A_PASSWORD_FILE", "C_PASSWORD_FILE"} <= set(env.variables)
+
+
 # --- Good values parse ---------------------------------------------------------------------
 
 

@@ -6,7 +6,11 @@ in the directory's groups (the local group "everyone" kept), and get the directo
 name as their account on every host; root and system accounts never become one."""
 
 import html
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -24,8 +28,11 @@ from tests.directoryparts import (  # noqa: F401  (fixtures)
     configure,
     directory_env,
     lab_directory,
+    require_ldap_libraries,
 )
 from tests.realparts import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
 
 User = get_user_model()
 LOGIN = "/accounts/login/"
@@ -133,6 +140,7 @@ def test_a_wrong_password_fails(client, directory):
 def test_a_directory_that_is_down_says_so_and_local_accounts_still_sign_in(
     client, db, monkeypatch, settings, tmp_path
 ):
+    require_ldap_libraries()
     ensure_default_group()
     nothing = Slapd.__new__(Slapd)
     nothing.uri = f"ldap://127.0.0.1:{free_port()}"  # nobody listens there
@@ -185,7 +193,7 @@ def test_direct_bind_with_a_dn_template_and_a_required_group(
         ),
         (
             {"HIVE_LDAP_USER_SEARCH_BASE": PEOPLE, "HIVE_LDAP_TLS_REQUIRE_CERT": "maybe"},
-            "HIVE_LDAP_TLS_REQUIRE_CERT=maybe: one of demand",
+            "HIVE_LDAP_TLS_REQUIRE_CERT='maybe' (from the environment): expected one of demand",
         ),
     ],
 )
@@ -198,3 +206,36 @@ def test_without_a_directory_uri_nothing_changes(monkeypatch, settings):
     configure(monkeypatch, settings)
     assert "accesscontrol.directory.DirectoryBackend" not in settings.AUTHENTICATION_BACKENDS
     assert not hasattr(settings, "AUTH_LDAP_SERVER_URI")
+
+
+def test_a_directory_turned_on_without_its_libraries_stops_the_start_saying_what_to_install(
+    tmp_path,
+):
+    """python-ldap is not in the runtime's lock (it builds from source): a site that sets
+    HIVE_LDAP_SERVER_URI without installing requirements-directory.txt is told so at start,
+    in one line, not with a traceback. Here the import of python-ldap is made to fail."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("HIVE_")}
+    env.update(
+        DJANGO_SETTINGS_MODULE="hiveproject.settings",
+        HIVE_DATA_DIR=str(tmp_path),
+        HIVE_LDAP_SERVER_URI="ldaps://ldap.lab.example.org",
+        HIVE_LDAP_USER_SEARCH_BASE=PEOPLE,
+    )
+    without_ldap = (
+        "import runpy, sys; sys.modules['ldap'] = None; sys.argv = ['manage.py', 'check']; "
+        "runpy.run_path('manage.py', run_name='__main__')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", without_ldap],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("The service cannot start")
+    assert (
+        "HIVE_LDAP_SERVER_URI is set, but the directory's libraries are not installed "
+        "(no module ldap): install requirements-directory.txt" in done.stderr
+    )
