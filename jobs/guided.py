@@ -2,8 +2,8 @@
 by hand), or queued jobs that start by themselves when their GPUs are free.
 
 Nothing is decided here. The combinations are templating's, "may this user start here now"
-is the start rule (queueing.availability.may_start), "which N GPUs now" is the placement the
-queue and `hive submit --gpus N` use (queueing.placing.place), creating is
+is the start rule (allocation.rule.may_start), "which N GPUs now" is the placement the
+queue and `hive submit --gpus N` use (allocation.placing.place), creating is
 jobs.services.create_job and queueing is queueing.services.enqueue. This module picks which
 of them the form's choices call for, in the form's order, and puts each refusal under the
 field of the step it concerns; nothing is saved until every step has passed.
@@ -14,14 +14,15 @@ from dataclasses import dataclass, field
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from accesscontrol.accounts import account_for
+from allocation import placing
+from allocation.placement import Request, check_named_devices
+from allocation.rule import may_start
 from monitoring.models import Device, Host
-from queueing import placing
 from queueing import services as queue
-from queueing.availability import may_start
 from queueing.models import QueuedJob
-from queueing.placement import Request
 
-from . import accounts, services, templating
+from . import services, templating
 from .forms import NewJobForm, Where
 from .models import Job
 
@@ -89,7 +90,7 @@ def picked(data: dict, user) -> tuple[Host, list[Device]]:
     """The host and GPUs picked on the list (no GPUs: a task without GPUs on the host)."""
     devices = list(data["devices"])
     if devices:
-        under("devices", queue.check_named_devices, devices)
+        under("devices", check_named_devices, devices)
     host = data["host"] or (devices[0].host if devices else None)
     if host is None:
         raise ValidationError(
@@ -172,7 +173,7 @@ def check_start_now(data: dict, user, host: Host, devices: list[Device]) -> None
     if reasons:
         field_name = "devices" if data["where"] == Where.DEVICES else "where"
         raise ValidationError({field_name: " ".join(r.text + "." for r in reasons)})
-    under("host", accounts.run_as, user, host)
+    under("host", account_for, user, host)
 
 
 def create(data: dict, user, sets: list[dict], host: Host, devices: list[Device]) -> Job:

@@ -17,10 +17,10 @@ from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_POST
 
 from accesscontrol.permissions import restrict
+from allocation.placing import usability
 from board.templatetags.hive_time import absolute
 from board.tiles import board_rows
 from hiveproject.ids import MAX_ID, is_whole_number
-from queueing.placing import usability
 from reservations.views import signed_in_json
 
 from . import actions, distributed, guided, services, templating

@@ -27,6 +27,8 @@ from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils import timezone
 
+from allocation.placement import Pool, Request, Slot, place_job, place_request
+from allocation.rule import Cluster, gpu_name, lost_sentence, when
 from audit.log import record
 from jobs import actions as job_actions
 from jobs import services as job_services
@@ -37,9 +39,7 @@ from notifications.send import notify
 from reservations.models import Reservation, ReservedDevice
 
 from . import services
-from .availability import Cluster, gpu_name, lost_sentence, when
 from .models import DispatchRequest, GpuClaim, QueuedJob, QueuedTask, QueueRun
-from .placement import Pool, Request, Slot, place_job, place_request
 
 log = logging.getLogger(__name__)
 ACTIVITY = "queue-dispatch"

@@ -13,10 +13,10 @@ from django.core import mail
 from django.db import connection
 from django.utils import timezone
 
+from allocation.placement import Slot
 from jobs.models import Task
 from queueing import scheduler
 from queueing.models import GpuClaim, QueuedJob, QueueQuota, QueueRun
-from queueing.placement import Slot
 
 from .conftest import probe_again, queue, reserve, soon, wait_for
 

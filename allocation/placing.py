@@ -1,6 +1,6 @@
 """Where a user's work could start now, as the server decides it (the CLI only asks).
 
-Both answers come from the start rule (availability.Cluster) and the queue's packing rules
+Both answers come from the start rule (rule.Cluster) and the packing rules the queue uses
 (placement), so `hive submit --gpus N`, `hive status --free`, the queue and a job's start
 cannot disagree about a GPU.
 """
@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from monitoring.models import Device
 
-from .availability import Cluster, Reason
 from .placement import Pool, Request, Slot, place_request
+from .rule import Cluster, Reason
 
 
 @dataclass
