@@ -9,7 +9,7 @@ from .api import JobViewSet, TaskViewSet
 urlpatterns = [
     path("", views.job_list, name="job-list"),
     path("action", views.jobs_action, name="jobs-action"),
-    path("new/", views.job_new, name="job-new"),
+    # "new/" (the guided form, which also queues) is board.newjob's: see board/urls.py.
     path("new/preview", views.job_new_preview, name="job-new-preview"),
     path("new/rows/", views.job_rows, name="job-rows"),
     # The sweep form became the guided form's step 3; old links and bookmarks land there.

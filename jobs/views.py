@@ -1,5 +1,5 @@
-"""Job pages: list, create (the guided form, task rows, distributed template), detail,
-actions, logs.
+"""Job pages: list, create (task rows, distributed template; the guided form's page, which
+also queues, is board.newjob), detail, actions, logs.
 
 Pages never reach a host (hiveproject/middleware.py): they read the database, which the
 workers keep up to date. Actions (start, stop, signals) are checked and handed to the
@@ -17,9 +17,7 @@ from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_POST
 
 from accesscontrol.permissions import restrict
-from allocation.placing import usability
 from board.templatetags.hive_time import absolute
-from board.tiles import board_rows
 from hiveproject.ids import MAX_ID, is_whole_number
 from reservations.views import signed_in_json
 
@@ -80,49 +78,6 @@ def _schedule(data) -> dict:
 
 
 @login_required
-def job_new(request):
-    """The guided form: the command, where (GPUs picked on a list with their live state, or
-    N GPUs the service picks), the values (with a live preview), and when it starts. A link
-    may preset where and when (``?where=devices&devices=12&when=now``)."""
-    form = NewJobForm(request.POST or None, user=request.user, initial=_preset(request.GET))
-    if request.method == "POST" and form.is_valid():
-        outcome = guided.submit(form, request.user)
-        if outcome is not None:
-            return _made(request, outcome)
-    status = 400 if request.method == "POST" else 200
-    picker = gpu_picker(request, form)
-    context = {"form": form, "picker": picker, "usable_now": _usable_now(picker)}
-    return render(request, "jobs/new.html", context, status=status)
-
-
-def _preset(query) -> dict:
-    """The choices a link presets; the form shows them, and checks them only when sent."""
-    preset = {name: query[name] for name in ("where", "when", "host") if name in query}
-    if "devices" in query:
-        preset["devices"] = query.getlist("devices")
-    return preset
-
-
-def _made(request, outcome: guided.Outcome):
-    """Where the guided form goes once it has made something, and what it says there."""
-    if outcome.queued:
-        names = ", ".join(f"'{q}'" for q in outcome.queued[:3])
-        more = f" and {len(outcome.queued) - 3} more" if len(outcome.queued) > 3 else ""
-        messages.success(
-            request, f"Queued {names}{more}: each starts by itself when its GPUs are free."
-        )
-        return redirect("queue")
-    job = outcome.job
-    if outcome.start:
-        _report(request, list(job.tasks.select_related("host", "job__owner")), "spawn")
-    elif job.tasks.filter(scheduled_start__isnull=False).exists():
-        messages.success(request, "Job created: it starts at the time you set (see below).")
-    else:
-        messages.success(request, "Job created: check the commands below, then start it.")
-    return redirect("job-detail", job.pk)
-
-
-@login_required
 def job_rows(request):
     """A job from task rows: each row a host, GPUs, and values for the template's fields."""
     rows = TaskRowFormSet(request.POST or None, prefix="rows")
@@ -143,29 +98,6 @@ def job_rows(request):
         return data["template"], specs
 
     return _creation_page(request, "jobs/rows.html", JobForm(request.POST or None), build, rows)
-
-
-def gpu_picker(request, form) -> list:
-    """The hosts and their GPUs with the board's live state (free, busy, reserved by X, a
-    job...) and whether the user may start on each now (the start rule, and why not), for
-    the form's GPU picker; the ones already chosen stay ticked."""
-    chosen = {str(c) for c in form["devices"].value() or []}
-    why_not = {device.pk: reasons for device, reasons in usability(request.user)}
-    rows = board_rows(request.user)
-    for row in rows:
-        row.gpus = [gpu for gpu in row.gpus if not gpu["lost"]]  # the form refuses lost GPUs
-        for gpu in row.gpus:
-            gpu["chosen"] = str(gpu["id"]) in chosen
-            reasons = why_not.get(gpu["id"], [])
-            gpu["usable"] = not reasons
-            gpu["why_not"] = reasons[0].text if reasons else ""
-    return [row for row in rows if row.gpus]
-
-
-def _usable_now(picker: list) -> tuple[int, int]:
-    """(GPUs the user may start on now, GPUs listed)."""
-    gpus = [gpu for row in picker for gpu in row.gpus]
-    return sum(gpu["usable"] for gpu in gpus), len(gpus)
 
 
 # The form's fields that decide the commands; the rest (where, when) do not.
@@ -232,7 +164,7 @@ def job_action(request, pk):
     chosen = request.POST.getlist("tasks")
     if chosen:
         tasks = tasks.filter(pk__in=_ids(chosen))
-    _report(request, list(tasks), request.POST.get("action", ""))
+    report_action(request, list(tasks), request.POST.get("action", ""))
     return redirect("job-detail", job.pk)
 
 
@@ -242,13 +174,13 @@ def jobs_action(request):
     """An action on every task of the selected jobs (the list page's group actions)."""
     ids = _ids(request.POST.getlist("jobs"))
     tasks = Task.objects.filter(job__in=visible_jobs(request.user).filter(pk__in=ids))
-    _report(
+    report_action(
         request, list(tasks.select_related("host", "job__owner")), request.POST.get("action", "")
     )
     return redirect("job-list")
 
 
-def _report(request, tasks, action) -> None:
+def report_action(request, tasks, action) -> None:
     try:
         results = actions.request_all(tasks, request.user, action)
     except ValidationError as exc:
