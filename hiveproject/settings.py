@@ -312,6 +312,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Status enums that several components share keep one name each.
+    "ENUM_NAME_OVERRIDES": {
+        "TaskStatusEnum": "jobs.models.Task.Status",
+        "ReservationStatusEnum": "reservations.models.Reservation.Status",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",  # the default
         "hiveproject.api_schema.empty_means_absent",
