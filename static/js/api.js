@@ -17,12 +17,7 @@ window.hiveApi = (function () {
     if (response.status === 204) return null;
     let data;
     try { data = await response.json(); } catch (e) { data = { detail: "The server did not answer with JSON." }; }
-    if (!response.ok) {
-      const error = new Error(data.detail || `Refused (${response.status}).`);
-      error.status = response.status;
-      error.body = data;
-      throw error;
-    }
+    if (!response.ok) throw new Error(data.detail || `Refused (${response.status}).`);
     return data;
   }
 
@@ -69,7 +64,6 @@ window.hiveApi = (function () {
   }
 
   return {
-    url,
     all,
     deviceStates,
     get: (path, query) => request("GET", path, { query }).then(answer),
