@@ -1,8 +1,10 @@
 from django.urls import path
 
 from . import views
+from .api import DeviceStateViewSet
 
 urlpatterns = [
     path("", views.board, name="overview"),
-    path("board/states.json", views.states, name="board-states"),
 ]
+# (prefix, viewset, basename) registered on the project's /api/ router.
+api_routes = [("device-states", DeviceStateViewSet, "device-state")]

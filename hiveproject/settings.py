@@ -480,9 +480,12 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",  # the default
         "hiveproject.api_schema.empty_means_absent",
     ],
+    # Enums that several components share keep one name each (tasks' and bookings' status);
     # API tokens have a "state" and distributed jobs a "kind" too: the schema keeps its names
     # for theirs and names the queue's.
     "ENUM_NAME_OVERRIDES": {
+        "TaskStatusEnum": "jobs.models.Task.Status",
+        "ReservationStatusEnum": "reservations.models.Reservation.Status",
         "QueuedJobStateEnum": "queueing.models.QueuedJob.State",
         "QueuedTaskKindEnum": "queueing.models.QueuedTask.Kind",
         "StateEnum": ["active", "expired", "revoked"],

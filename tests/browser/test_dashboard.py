@@ -6,6 +6,7 @@ web process do in production); on the embedded profile only the database joins t
 """
 
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 
 import pytest
 from django.conf import settings
@@ -13,12 +14,14 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils import timezone
 
+from accesscontrol.services import ensure_default_group
 from accesscontrol.zones import user_zone
 from core import lease
 from core.templatetags.hive_time import absolute
 from monitoring.connections import pool
 from monitoring.loop import LOOP_ACTIVITY, ProbeLoop
 from monitoring.models import Device, Host
+from reservations.services import create_reservation
 from tests.monitoring.conftest import make_host
 from tests.monitoring.test_ssh_probe import UUID0, UUID1
 
@@ -214,3 +217,19 @@ def test_the_host_page_writes_live_times_as_the_server_does(asgi_live_server, la
 
 def reader():
     return get_user_model().objects.get(username="owner")
+
+
+def test_the_board_repaints_booking_states_from_the_api(asgi_live_server, lab, page, other_user):
+    """Each minute the board reads /api/device-states/: a booking made meanwhile shows on its
+    tile without a reload, its end in the reader's zone, as the server writes it."""
+    _, (node2, _) = lab
+    ensure_default_group()
+    page.clock.install()  # the minute passes at once below
+    sign_in(page, asgi_live_server)
+    gpu = node2.devices.get(index=0)
+    end = timezone.now() + timedelta(hours=2)
+    create_reservation(other_user, title="t", devices=[gpu], start=timezone.now(), end=end)
+    page.clock.run_for(61_000)
+    with timezone.override(user_zone(reader())):
+        expected = f"reserved by other until {absolute(end)}"
+    page.locator(f"{tile(node2)} .gt-state").filter(has_text=expected).wait_for()
