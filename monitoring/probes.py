@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from . import hostscripts, parsers
+from . import containers, hostscripts, parsers
 from .connections import pool
 from .models import Host
 from .transport import CommandTimeout, HostKey, TransportError
@@ -81,9 +81,9 @@ def session_argv() -> list[str]:
 
 
 def probe_timeout() -> float:
-    """How long one probe may take: up to four nvidia-smi calls may each run up to the
-    timeout, plus their kill grace."""
-    return 4 * settings.NVIDIA_SMI_TIMEOUT + 10
+    """How long one probe may take: up to four nvidia-smi calls and two container
+    inspections (docker, podman) may each run up to the timeout, plus their kill grace."""
+    return 6 * settings.NVIDIA_SMI_TIMEOUT + 14
 
 
 def wants_versions(host: Host, force: bool = False) -> bool:
@@ -176,7 +176,27 @@ def _processes(sections: dict) -> list[parsers.GpuProcess]:
         return []
     apps = parsers.parse_app_query(text)
     ps = parsers.parse_ps(sections.get("ps", ("", ""))[1])
-    return parsers.join_processes(apps, ps)
+    return _in_containers(parsers.join_processes(apps, ps), ps, sections)
+
+
+def _in_containers(processes, ps: dict, sections: dict) -> list[parsers.GpuProcess]:
+    """The container of each process, and the owner of those in one (monitoring.containers)."""
+    probe_container, cgroups = containers.parse_cgroups(sections.get("cgroups", ("", ""))[1])
+    facts = containers.Facts(
+        cgroups=cgroups,
+        probe_container=probe_container,
+        inspected=containers.parse_inspect(sections.get("containers", ("", ""))[1]),
+        passwd=containers.parse_passwd(sections.get("passwd", ("", ""))[1]),
+        label_key=settings.CONTAINER_OWNER_LABEL,
+        first_personal_uid=settings.RUN_AS_MIN_UID,
+    )
+    for process in processes:
+        entry = ps.get(process.pid) if process.pid is not None else None
+        uid = entry.uid if entry else None
+        process.user, process.container = containers.attribute(
+            process.pid, uid, process.user, facts
+        )
+    return processes
 
 
 def _cpu(sections: dict) -> dict:
