@@ -80,10 +80,14 @@ def session_argv() -> list[str]:
     return ["sh", "-c", SESSION_SCRIPT, "probe-session", timeout, *settings.MONITORING_DISK_PATHS]
 
 
+# scripts/containers.sh: `docker inspect` and `podman inspect`, 3 s each and 1 s to kill.
+CONTAINER_INSPECTION_SECONDS = 2 * (3 + 1)
+
+
 def probe_timeout() -> float:
-    """How long one probe may take: up to four nvidia-smi calls and two container
-    inspections (docker, podman) may each run up to the timeout, plus their kill grace."""
-    return 6 * settings.NVIDIA_SMI_TIMEOUT + 14
+    """How long one probe may take: up to four nvidia-smi calls may each run up to the
+    timeout, plus their kill grace, and the container inspections theirs."""
+    return 4 * settings.NVIDIA_SMI_TIMEOUT + 10 + CONTAINER_INSPECTION_SECONDS
 
 
 def wants_versions(host: Host, force: bool = False) -> bool:

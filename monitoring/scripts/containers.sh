@@ -1,6 +1,5 @@
 # shellcheck shell=sh
-# Included by sample.sh: `containers TIMEOUT PIDS`, PIDS the GPU processes' pids joined by
-# commas. Which container each runs in, and what its engine says of it, for
+# Included by sample.sh: `containers PIDS`, PIDS the GPU processes' pids joined by commas. Which container each runs in, and what its engine says of it, for
 # monitoring/containers.py, which reads these sections (what they mean is decided there):
 #
 # - "@@cgroups": the line "probe", then the probe's own /proc/$$/cgroup (a host that is
@@ -8,8 +7,9 @@
 #   line "pid N" and its /proc/N/cgroup as it is;
 # - "@@containers": `docker inspect` and `podman inspect` of the containers seen there, a
 #   line "TOOL ID NAME LABELS-JSON" each, asked only when a GPU process runs in one, at
-#   most 32 at a time, each tool under `timeout`; a missing tool, a daemon that is down or
-#   an id it does not know prints nothing;
+#   most 32 at a time, each tool killed after 3 s (a hung daemon must not hold every
+#   sample; monitoring.probes.probe_timeout counts them); a missing tool, a daemon that is
+#   down or an id it does not know prints nothing;
 # - "@@passwd": `getent passwd` of the uids whose user manager holds a container (rootless
 #   Podman or Docker: `.../user@UID.service/...`); those containers belong to that uid, and
 #   the probe's account could not inspect them anyway.
@@ -43,13 +43,13 @@ while IFS= read -r c_line; do
 done 2>/dev/null < "$1"
 IFS=$c_saved; set +f
 }
-inspect_containers() {  # inspect_containers TIMEOUT: the @@containers and @@passwd sections
+inspect_containers() {  # the @@containers and @@passwd sections
 echo "@@containers"
 if [ -n "$c_ids" ]; then
   for c_tool in docker podman; do
     command -v "$c_tool" >/dev/null 2>&1 || continue
     # shellcheck disable=SC2086  # $c_ids: hex ids, one argument each
-    timeout -k 2 "$1" "$c_tool" inspect --type container \
+    timeout -k 1 3 "$c_tool" inspect --type container \
 --format "$c_tool {{.Id}} {{.Name}} {{json .Config.Labels}}" $c_ids 2>/dev/null
   done
 fi
@@ -57,15 +57,15 @@ echo "@@passwd"
 # shellcheck disable=SC2086  # $c_uids: numbers, one argument each
 if [ -n "$c_uids" ]; then getent passwd $c_uids 2>/dev/null; fi
 }
-containers() {  # containers TIMEOUT PIDS
+containers() {  # containers PIDS
 c_ids=; c_uids=; c_count=0; c_ifs=$IFS; IFS=,
 echo "@@cgroups"
 echo "probe"
 while IFS= read -r c_line; do printf '%s\n' "$c_line"; done 2>/dev/null < "/proc/$$/cgroup"
-for c_pid in $2; do
+for c_pid in $1; do
   echo "pid $c_pid"
   cgroup_lines "/proc/$c_pid/cgroup"
 done
 IFS=$c_ifs
-inspect_containers "$1"
+inspect_containers
 }

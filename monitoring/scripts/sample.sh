@@ -48,7 +48,7 @@ if [ "$grc" -eq 0 ]; then
     psfmt=pid=,uid=,user:64=,args=
     ps -ww -o "$psfmt" -q "$pids" 2>/dev/null || ps -ww -o "$psfmt" -p "$pids"
   fi
-  [ -z "$pids" ] || containers "$T" "$pids"
+  [ -z "$pids" ] || containers "$pids"
   if [ "$V" = 1 ]; then
     echo "@@driver"
     timeout -k 2 "$T" nvidia-smi --version 2>/dev/null || \

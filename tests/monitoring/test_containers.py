@@ -6,6 +6,7 @@ import os
 import shutil
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -277,7 +278,7 @@ def test_it_inspects_with_each_tool_there_is_and_at_most_32_containers(shell, tm
         (tools / name).symlink_to(shutil.which(name))
     many = tmp_path / "many"
     many.write_text("".join(f"0::/system.slice/docker-{i:064x}.scope\n" for i in range(40)))
-    out = run_shell(shell, f"cgroup_lines {many}; inspect_containers 5", path=str(tools))
+    out = run_shell(shell, f"cgroup_lines {many}; inspect_containers", path=str(tools))
     assert out.splitlines()[-3:] == ["@@containers", PODMAN_LINE, "@@passwd"]
     (args,) = (tools / "podman.args").read_text().splitlines()
     assert args.startswith(
@@ -286,7 +287,7 @@ def test_it_inspects_with_each_tool_there_is_and_at_most_32_containers(shell, tm
     assert args.split()[-32:] == [f"{i:064x}" for i in range(32)]  # no docker here: not run
     # No container seen: nothing is run.
     (tools / "podman.args").unlink()
-    out = run_shell(shell, f"cgroup_lines {CAPTURES / 'host-v1.txt'}; inspect_containers 5")
+    out = run_shell(shell, f"cgroup_lines {CAPTURES / 'host-v1.txt'}; inspect_containers")
     assert out.splitlines()[-2:] == ["@@containers", "@@passwd"]
     assert not (tools / "podman.args").exists()
 
@@ -325,3 +326,22 @@ def test_a_probe_reads_the_owner_from_the_label_the_lab_chose(settings):
     assert result.processes[0].user == "bob"
     settings.CONTAINER_OWNER_LABEL = "absent.label"
     assert _interpret("n", _sections(probe_output(line)), 10).processes[0].user is None
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_hung_engine_is_killed_after_three_seconds(shell, tmp_path):
+    if not shutil.which(shell):
+        pytest.skip(f"{shell} is not installed")
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "docker").write_text(f"#!/bin/sh\nexec {shutil.which('sleep')} 60\n")
+    (tools / "docker").chmod(0o755)
+    (tools / "timeout").symlink_to(shutil.which("timeout"))
+    started = time.monotonic()
+    out = run_shell(
+        shell,
+        f"cgroup_lines {CAPTURES / 'docker-v2-systemd.txt'}; inspect_containers",
+        path=str(tools),
+    )
+    assert time.monotonic() - started < 10
+    assert out.splitlines()[-2:] == ["@@containers", "@@passwd"]
