@@ -614,6 +614,14 @@ NVIDIA_SMI_TIMEOUT = env.number(
     "a hung `nvidia-smi` is killed on the host after this",
     positive=True,
 )
+# Whose a GPU process in a Docker or Podman container is (monitoring/containers.py).
+CONTAINER_OWNER_LABEL = env.text(
+    "CONTAINER_OWNER_LABEL",
+    "gpuhive.owner",
+    "the container label naming the UNIX account a containerised GPU process belongs to",
+    pattern=r"[A-Za-z0-9][A-Za-z0-9._/-]*",
+    accepts="a label key (letters, digits, '.', '_', '/', '-')",
+)
 METRICS_TOKEN = env.text(
     "METRICS_TOKEN",
     "",

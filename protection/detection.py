@@ -49,6 +49,7 @@ class Intrusion:
     command: str
     reservation: Reservation | None
     slot_start: datetime | None  # when the reservation began holding this GPU
+    container: dict | None = None  # {"id", "name", "runtime"}: see monitoring.containers
 
     def key(self) -> tuple:
         return (self.device.pk, self.pid, self.offender_unix, getattr(self.reservation, "pk", None))
@@ -177,6 +178,7 @@ def find_intrusions(host: Host, level: str, at) -> list[Intrusion]:
                 command,
                 reservation,
                 guarded_since(slot) if slot else None,
+                process.get("container"),
             )
         )
     return intrusions
@@ -256,6 +258,15 @@ def _sight(sighting: Sighting | None, intrusion: Intrusion, seen_at) -> Sighting
     return sighting
 
 
+def container_fields(container: dict | None) -> dict:
+    """The container a violation's process runs in, as the Violation stores it."""
+    container = container or {}
+    return {
+        "container_id": container.get("id", ""),
+        "container_name": container.get("name", "")[: Violation.CONTAINER_NAME_LENGTH],
+    }
+
+
 def _open(host: Host, intrusion: Intrusion, first_seen, last_seen) -> Violation:
     reservation = intrusion.reservation
     offender = service_user(host, intrusion.offender_unix) if intrusion.offender_unix else None
@@ -267,6 +278,7 @@ def _open(host: Host, intrusion: Intrusion, first_seen, last_seen) -> Violation:
         offender=offender,
         pid=intrusion.pid,
         command=intrusion.command,
+        **container_fields(intrusion.container),
         first_seen=first_seen,
         last_seen=last_seen,
     )

@@ -50,6 +50,7 @@ from accesscontrol.coverage import (
 )
 from jobs import accounts
 from jobs.models import Job, Task
+from monitoring.containers import owner_text
 from monitoring.models import Device, Host
 from reservations.models import ReservedDevice
 
@@ -246,7 +247,8 @@ class Cluster:
                 if gpu is not None:
                     text = f"{gpu.name} runs process {process.get('pid')}"
                     text += f" ({process['name']})" if process.get("name") else ""
-                    text += f" of {process['user']}" if process.get("user") else ""
+                    known = process.get("user") or process.get("container")
+                    text += f" of {owner_text(process)}" if known else ""
                     self._block(gpu.device.pk, FOREIGN_PROCESS, text)
 
     def _mark_stale_probes(self, seen_now: Processes) -> None:

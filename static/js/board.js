@@ -65,7 +65,7 @@
   function usersByGpu(processes) {
     const out = {};
     processes.forEach((p) => {
-      (out[p.gpu_uuid] = out[p.gpu_uuid] || new Set()).add(p.user || "unknown owner");
+      (out[p.gpu_uuid] = out[p.gpu_uuid] || new Set()).add(p.owner_text);
     });
     Object.keys(out).forEach((k) => { out[k] = [...out[k]].sort().join(", "); });
     return out;

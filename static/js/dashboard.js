@@ -152,7 +152,7 @@
       gpus.appendChild(tr);
     });
     const procs = host.up ? host.processes.map((p) => [p.gpu_uuid.slice(0, 16), p.pid === null ? "?" : p.pid,
-      p.user || "unknown owner", dash(p.memory_mib), p.command]) : [];
+      p.owner_text, dash(p.memory_mib), p.command]) : [];
     fillTable(section.querySelector(".processes tbody"), procs.length ? procs : [["None."]], 5);
     return true;
   }

@@ -12,6 +12,7 @@ from core.templatetags.hive_time import absolute
 from jobs.models import Job, Task
 from monitoring.models import Device, Host
 from reservations.services import create_reservation
+from tests.monitoring.test_api import in_containers
 
 STATES = reverse("api:device-state-list")
 
@@ -57,6 +58,12 @@ def test_a_down_host_never_seen_says_so_and_shows_no_stale_figures(client, node,
     down.save()
     html = section(board(client, owner), down)
     assert "never seen" in html and "unknown owner" not in html
+
+
+def test_a_tile_says_whose_container_runs_on_it(client, node, owner):
+    in_containers(node)
+    html = section(board(client, owner), node)
+    assert "alice (container train-3), container eval-7 (owner unknown)" in html
 
 
 def test_a_lost_gpu_is_flagged(client, node, owner):

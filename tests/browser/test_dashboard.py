@@ -5,6 +5,10 @@ The probing cycle runs in the test process, the web server in another (as the wo
 web process do in production); on the embedded profile only the database joins them.
 """
 
+import json
+import os
+import pwd
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
@@ -117,6 +121,26 @@ def test_the_board_follows_a_change_on_a_host_within_one_interval(
     # Every cycle stored, signalled and pushed without a failure (the push once failed in
     # the test's own thread, hidden by the database marker the page also follows).
     assert lease.activity(LOOP_ACTIVITY).last_error == ""
+
+
+def test_a_tile_names_whose_processes_run_on_it_live(asgi_live_server, lab, gpus, page):
+    """board.js writes the owner as the server words it (owner_text: "alice", "alice
+    (container train-3)"), never a raw field."""
+    loop, (node2, _) = lab
+    sign_in(page, asgi_live_server)
+    page.wait_for_function("document.getElementById('live-state').textContent === 'live'")
+    users = f"document.querySelector('{tile(node2)} .gt-users').textContent"
+    assert page.evaluate(users) == "no processes"
+    with subprocess.Popen(["sleep", "305"]) as process:
+        try:
+            gpus("127.0.0.2").set_processes([f"{UUID0}, {process.pid}, 100, sleep"])
+            settle(loop)
+            page.wait_for_function(
+                f"{users} === {json.dumps(pwd.getpwuid(os.getuid()).pw_name)}",
+                timeout=settings.MONITORING_INTERVAL * 1000 + 1500,
+            )
+        finally:
+            process.kill()
 
 
 def test_a_host_page_chart_moves_live(asgi_live_server, lab, gpus, page):
