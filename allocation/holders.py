@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from monitoring.models import Device
@@ -90,15 +91,21 @@ def holders(
     return found
 
 
-def _device_ids(devices, hosts):
+def _device_ids(
+    devices: Iterable[Device | int] | None, hosts: Iterable[int] | None
+) -> Iterable[int] | QuerySet[Device, int] | None:
     if devices is not None:
-        return [getattr(d, "pk", d) for d in devices]
+        return [d if isinstance(d, int) else d.pk for d in devices]
     if hosts is not None:
-        return Device.objects.filter(host__in=list(hosts)).values("pk")
+        return Device.objects.filter(host__in=list(hosts)).values_list("pk", flat=True)
     return None
 
 
-def _reservations(devices, start, end) -> list[Holding]:
+def _reservations(
+    devices: Iterable[int] | QuerySet[Device, int] | None,
+    start: datetime | None,
+    end: datetime | None,
+) -> list[Holding]:
     slots = ReservedDevice.objects.holding(start or timezone.now(), end)
     if devices is not None:
         slots = slots.filter(device_id__in=devices)

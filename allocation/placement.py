@@ -115,7 +115,7 @@ def _best_fit(hosts: dict[int, list[Slot]], need: int, pool: Pool) -> list[Slot]
     if not fitting:
         return None
 
-    def cost(host_id):
+    def cost(host_id: int) -> tuple[int, int, int]:
         chosen = _preferred(hosts[host_id])[:need]
         preempting = sum(s.preempts is not None for s in chosen)
         return (preempting, pool.free_per_host.get(host_id, 0), host_id)
@@ -143,8 +143,8 @@ def place_request(request: Request, pool: Pool) -> list[Slot] | None:
     if request.size < 1:
         return None
     if request.kind == "devices":
-        slots = [pool.slots.get(d) for d in request.device_ids]
-        return None if None in slots else slots
+        slots = [pool.slots[d] for d in request.device_ids if d in pool.slots]
+        return slots if len(slots) == len(request.device_ids) else None
     hosts = _by_host(request, pool)
     if request.kind == "one_host":
         return _best_fit(hosts, request.count, pool)

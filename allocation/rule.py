@@ -29,11 +29,15 @@ without end, no grant covering the GPU now or in the LOOKAHEAD after, no account
 or gpurun waiting on such a GPU would wait for ever, so they are not offered or done.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
+from django.db.models import Model
 from django.utils import timezone
 
 from accesscontrol import changes
@@ -46,6 +50,7 @@ from accesscontrol.coverage import (
     covers_next_minute,
     waiting_sentence,
 )
+from monitoring.containers import owner_text
 from monitoring.models import Device, Host
 
 from .holders import QUEUE_RUN, RESERVATION, TASK, Holding, holders
@@ -54,6 +59,11 @@ from .holders import QUEUE_RUN, RESERVATION, TASK, Holding, holders
 LOOKAHEAD = timedelta(days=366)
 # How far back a task's end may make a probe stale (a probe older than this is read anyway).
 STALE_LOOKBACK = timedelta(hours=1)
+
+# Host id -> the processes seen on its GPUs just now ({"gpu_uuid", "pid", "user", "name"}).
+Processes = dict[int, list[dict[str, Any]]]
+# Device -> the intervals [start, end) its grants cover (accesscontrol.coverage).
+Coverage = dict[Device, list[tuple[datetime, datetime]]]
 
 # The reasons' codes, most telling first (the order reasons are listed in).
 GPU_LOST = "gpu_lost"
@@ -89,7 +99,7 @@ class Reason:
     text: str
     lasting: bool = False  # waiting cannot lift it; only an admin can
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, object]:
         return {
             "code": self.code,
             "device": self.device_id,
@@ -147,9 +157,16 @@ class Cluster:
     instead of those hosts' latest probes.
     """
 
-    def __init__(self, now: datetime, end=None, device_ids=None, job=None, processes=None):
+    def __init__(
+        self,
+        now: datetime,
+        end: datetime | None = None,
+        device_ids: Iterable[int] | None = None,
+        job: Model | None = None,  # a jobs.Job: only its id is read
+        processes: Processes | None = None,
+    ) -> None:
         self.now, self.end = now, end or now + horizon()
-        self.job_id = getattr(job, "pk", None)
+        self.job_id = job.pk if job is not None else None
         devices = Device.objects.filter(status=Device.Status.PRESENT, host__enabled=True)
         if device_ids is not None:
             devices = devices.filter(pk__in=device_ids)
@@ -195,7 +212,9 @@ class Cluster:
         gpu = self.gpus[holding.device_id]
         own = holding.job_id is not None and holding.job_id == self.job_id
         if holding.kind == RESERVATION and holding.overlaps(self.now, self.end):
-            gpu.slots.append((holding.owner_id, holding.owner, holding.start, holding.end))
+            start, end = holding.start, holding.end
+            if start is not None and end is not None:  # a booking always has both
+                gpu.slots.append((holding.owner_id, holding.owner, start, end))
         elif holding.kind == TASK and holding.end is not None:
             self._mark_stale_probe(gpu, holding.end, seen_now)
         elif holding.kind == TASK and not own:
@@ -216,9 +235,11 @@ class Cluster:
             return
         self._block(gpu.device.pk, STALE_PROBE, f"waiting for a fresh probe of {gpu.host.name}")
 
-    def _mark_processes(self, seen_now: dict[int, list[dict]]) -> None:
+    def _mark_processes(self, seen_now: Processes) -> None:
         """Processes on GPUs that no task of ours holds are someone else's."""
-        by_uuid = {(g.host.pk, g.device.uuid): g for g in self.gpus.values()}
+        by_uuid: dict[tuple[int, object], Gpu] = {
+            (g.host.pk, g.device.uuid): g for g in self.gpus.values()
+        }
         for host in {g.host for g in self.gpus.values()}:
             processes = seen_now.get(host.pk, (host.last_snapshot or {}).get("processes"))
             for process in processes or []:
@@ -226,22 +247,23 @@ class Cluster:
                 if gpu is not None:
                     text = f"{gpu.name} runs process {process.get('pid')}"
                     text += f" ({process['name']})" if process.get("name") else ""
-                    text += f" of {process['user']}" if process.get("user") else ""
+                    known = process.get("user") or process.get("container")
+                    text += f" of {owner_text(process)}" if known else ""
                     self._block(gpu.device.pk, FOREIGN_PROCESS, text)
 
     # --- what blocks a GPU for one user -----------------------------------------------------
 
-    def user_reasons(self, user) -> dict[int, list[Reason]]:
+    def user_reasons(self, user: User) -> dict[int, list[Reason]]:
         """Device id -> why ``user`` in particular cannot start on it (empty: nothing)."""
         if user.pk not in self._users:
             self._users[user.pk] = self._reasons_of(user)
         return self._users[user.pk]
 
-    def owner_blockers(self, owner) -> dict[int, str]:
+    def owner_blockers(self, owner: User) -> dict[int, str]:
         """Device id -> the first user-specific reason as a sentence ("" when none)."""
         return {pk: (r[0].text if r else "") for pk, r in self.user_reasons(owner).items()}
 
-    def _reasons_of(self, user) -> dict[int, list[Reason]]:
+    def _reasons_of(self, user: User) -> dict[int, list[Reason]]:
         devices = [g.device for g in self.gpus.values()]
         # The user's kept facts (grants, bans, an account per host), under one token read.
         with changes.one_token():
@@ -264,7 +286,7 @@ class Cluster:
             reasons[pk] = found
         return reasons
 
-    def _coverage_ahead(self, user, covered: dict) -> dict:
+    def _coverage_ahead(self, user: User, covered: Coverage) -> Coverage:
         """Device -> its coverage over the LOOKAHEAD from now, for each device the user may
         not use for the whole next minute (the others are not in it)."""
         short = [d for d, spans in covered.items() if not covers_next_minute(spans, self.now)]
@@ -274,7 +296,7 @@ class Cluster:
         # A stretch that ends within the minute a start needs does not make it usable now.
         return {d: [i for i in found if i[1] > self.now] for d, found in ahead.items()}
 
-    def _reserved_by_others(self, gpu: Gpu, user) -> list[Reason]:
+    def _reserved_by_others(self, gpu: Gpu, user: User) -> list[Reason]:
         for owner_id, name, start, end in gpu.slots:
             if owner_id == user.pk:
                 continue
@@ -285,7 +307,7 @@ class Cluster:
             return [Reason(RESERVED_BY_OTHER, gpu.device.pk, text)]
         return []
 
-    def _accounts(self, user) -> dict[int, str]:
+    def _accounts(self, user: User) -> dict[int, str]:
         """Host id -> why tasks of ``user`` cannot run there (no UNIX account to run as)."""
         problems = {}
         for host in {g.host for g in self.gpus.values()}:
@@ -295,7 +317,7 @@ class Cluster:
                 problems[host.pk] = " ".join(exc.messages)
         return problems
 
-    def account(self, user, host: Host) -> RunAs | None:
+    def account(self, user: User, host: Host) -> RunAs | None:
         """The UNIX account ``user``'s tasks run as on ``host`` and its UID floor, as the rule
         found them (a start uses them, instead of asking again); None where it did not look
         (no GPU of that host was asked about) or found none."""
@@ -304,14 +326,14 @@ class Cluster:
 
     # --- answers ----------------------------------------------------------------------------
 
-    def reasons(self, user, device_id: int) -> list[Reason]:
+    def reasons(self, user: User, device_id: int) -> list[Reason]:
         """Every reason ``user`` cannot start on this GPU now (empty if they can)."""
         gpu = self.gpus.get(device_id)
         if gpu is None:
             return [Reason(GPU_LOST, device_id, lost_sentence(device_id), lasting=True)]
         return gpu.blockers + self.user_reasons(user)[device_id]
 
-    def why_not(self, user, device_id: int) -> str:
+    def why_not(self, user: User, device_id: int) -> str:
         """The most telling reason as a sentence ("" if they can)."""
         found = self.reasons(user, device_id)
         return found[0].text if found else ""
@@ -340,18 +362,34 @@ def _first_of_each(reasons: list[Reason]) -> list[Reason]:
     return sorted(first.values(), key=lambda r: CODES.index(r.code))
 
 
-def may_start(user, devices, start=None, end=None, *, job=None, processes=None) -> list[Reason]:
+def may_start(
+    user: User,
+    devices: Iterable[Device],
+    start: datetime | None = None,
+    end: datetime | None = None,
+    *,
+    job: Model | None = None,  # a jobs.Job: only its id is read
+    processes: Processes | None = None,
+) -> list[Reason]:
     """Every reason ``user`` may not start work on ``devices`` over [start, end) (empty: they
     may). ``start`` defaults to now, ``end`` to the reservation horizon after it; ``job`` and
     ``processes`` as for Cluster."""
     return start_rule(user, devices, start, end, job=job, processes=processes)[0]
 
 
-def start_rule(user, devices, start=None, end=None, *, job=None, processes=None):
+def start_rule(
+    user: User,
+    devices: Iterable[Device],
+    start: datetime | None = None,
+    end: datetime | None = None,
+    *,
+    job: Model | None = None,  # a jobs.Job: only its id is read
+    processes: Processes | None = None,
+) -> tuple[list[Reason], Cluster]:
     """``may_start``'s reasons, and the Cluster that gave them (a start reads the account
     to run as from it)."""
     start = start or timezone.now()
-    ids = [getattr(d, "pk", d) for d in devices]
+    ids = [d.pk for d in devices]
     cluster = Cluster(start, end, device_ids=ids, job=job, processes=processes)
     found = [reason for pk in ids for reason in cluster.reasons(user, pk)]
     return list(dict.fromkeys(found)), cluster

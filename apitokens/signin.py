@@ -34,7 +34,7 @@ from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.dispatch import receiver
 
-from .limits import Limit, client_address, wait_text
+from core.clients import Limit, client_address, wait_text
 
 BRAKED = "on this site, and from your address"
 

@@ -11,9 +11,8 @@ from django.utils import timezone
 
 from accesscontrol.coverage import ONE_MINUTE, coverage_map, covers_next_minute
 from allocation.holders import QUEUE_RUN, RESERVATION, TASK, Holding, holders
+from core.templatetags.hive_time import absolute
 from monitoring.models import Device
-
-from .templatetags.hive_time import absolute
 
 
 @dataclass

@@ -41,7 +41,9 @@ install_units() {
   fi
 }
 
-.venv/bin/pip install -q -r requirements.txt   # the code and its venv belong to root
+# The runtime's lock: every package pinned, each file checked against its hash. The code and
+# its venv belong to root.
+.venv/bin/pip install -q --require-hashes -r requirements.txt
 run .venv/bin/python manage.py migrate --no-input
 # What the migrations could not decide alone (e.g. an account they left empty): warnings only.
 run .venv/bin/python manage.py check --database default --tag upgrade

@@ -20,8 +20,8 @@ from django.utils import timezone
 from accesscontrol.services import profile_for
 from allocation.holders import RESERVATION, Holding, holders
 from audit.log import record
+from core import lease
 from jobs.models import Task
-from monitoring import lease
 from monitoring.models import Host
 from reservations.calendar import device_label
 from reservations.models import Reservation

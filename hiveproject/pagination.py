@@ -16,7 +16,7 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
-from hiveproject.ids import is_whole_number
+from core.ids import is_whole_number
 
 
 def totally_ordered(queryset: QuerySet) -> QuerySet:

@@ -8,8 +8,10 @@ import accounting.urls
 import apitokens.signin
 import apitokens.urls
 import apitokens.views
+import board.urls
 import fairuse.urls
 import jobs.urls
+import monitoring.urls
 import notifications.urls
 import protection.urls
 import queueing.urls
@@ -34,6 +36,8 @@ for app_urls in (
     fairuse.urls,
     accounting.urls,
     notifications.urls,
+    board.urls,
+    monitoring.urls,
 ):
     for route in app_urls.api_routes:  # (prefix, viewset[, basename])
         router.register(*route)
@@ -65,5 +69,5 @@ urlpatterns = [
     path("", include("monitoring.urls")),
 ]
 # A URL no route matches answers JSON under /api/, like every other API error.
-handler404 = "hiveproject.api_errors.not_found"
-handler500 = "hiveproject.api_errors.server_error"
+handler404 = "core.api_errors.not_found"
+handler500 = "core.api_errors.server_error"

@@ -1,29 +1,28 @@
 """Job pages: list, create (task rows, distributed template; the guided form's page, which
 also queues, is board.newjob), detail, actions, logs.
 
-Pages never reach a host (hiveproject/middleware.py): they read the database, which the
+Pages never reach a host (core/hostcalls.py): they read the database, which the
 workers keep up to date. Actions (start, stop, signals) are checked and handed to the
-workers (jobs/actions.py), and the page follows the tasks' states live; logs are served as
-the workers last fetched them; a distributed job's free ports are asked of the workers.
+workers (jobs/actions.py), and the page follows the tasks' states live from the API
+(/api/jobs/<id>/, /api/tasks/<id>/log/); logs are served as the workers last fetched them;
+a distributed job's free ports are asked of the workers.
 """
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Prefetch
-from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_POST
 
 from accesscontrol.permissions import restrict
-from board.templatetags.hive_time import absolute
-from hiveproject.ids import MAX_ID, is_whole_number
-from reservations.views import signed_in_json
+from core.ids import MAX_ID, is_whole_number
+from core.templatetags.hive_time import absolute
 
-from . import actions, distributed, guided, services, templating
+from . import actions, distributed, services, templating
 from .api import attach_hint, log_download
-from .forms import DistributedForm, JobForm, NewJobForm, TaskRowFormSet
+from .forms import DistributedForm, JobForm, TaskRowFormSet
 from .models import Job, Task
 
 
@@ -100,21 +99,6 @@ def job_rows(request):
     return _creation_page(request, "jobs/rows.html", JobForm(request.POST or None), build, rows)
 
 
-# The form's fields that decide the commands; the rest (where, when) do not.
-PREVIEW_FIELDS = ("template", "env", "values", "samples", "seed")
-
-
-@require_POST
-@signed_in_json
-def job_new_preview(request):
-    """The guided form's tasks before it is sent: {"count", "commands"} (the first 20), built
-    by the code that creates them; errors per field in the API's shape, and nothing saved."""
-    form = NewJobForm(request.POST, user=request.user)
-    form.is_valid()
-    errors = {name: form.errors[name] for name in PREVIEW_FIELDS if name in form.errors}
-    if errors:
-        raise ValidationError(errors)
-    return JsonResponse(guided.preview(form.cleaned_data))
 
 
 @login_required
@@ -205,30 +189,6 @@ def status_text(task: Task) -> str:
     return f"Host unreachable since {absolute(since)}" if since else task.get_status_display()
 
 
-def task_state(task: Task, pending: str | None) -> dict:
-    """What the job page shows of a task and updates live."""
-    return {
-        "id": task.pk,
-        "status": task.status,
-        "status_display": status_text(task),
-        "pending_action": pending,
-        "error": task.error,
-        "exit_code": task.exit_code,
-        "has_log": bool(task.log_path),
-    }
-
-
-@login_required
-def job_states(request, pk):
-    """The tasks' states, polled by the job page while actions are under way."""
-    job = get_object_or_404(visible_jobs(request.user), pk=pk)
-    tasks = list(job.tasks.all())
-    pending = actions.open_actions([t.pk for t in tasks])
-    return JsonResponse(
-        {"status": job.status, "tasks": [task_state(t, pending.get(t.pk)) for t in tasks]}
-    )
-
-
 @login_required
 @require_POST
 def job_duplicate(request, pk):
@@ -244,22 +204,9 @@ def job_duplicate(request, pk):
 
 @login_required
 def task_log(request, pk):
-    """The log with live follow (the page polls task_log_piece)."""
+    """The log with live follow (the page polls /api/tasks/<id>/log/)."""
     task = visible_task(request.user, pk)
     return render(request, "jobs/log.html", {"task": task, "attach": attach_hint(task)})
-
-
-@login_required
-def task_log_piece(request, pk):
-    task = visible_task(request.user, pk)
-    offset = request.GET.get("offset", "0")
-    if not is_whole_number(offset):
-        return JsonResponse({"detail": "offset must be a whole number of bytes."}, status=400)
-    try:
-        piece = actions.log_piece(task, int(offset))
-    except ValidationError as exc:
-        return JsonResponse({"detail": services.error_text(exc)}, status=400)
-    return JsonResponse({**piece, "status": task.status, "exit_code": task.exit_code})
 
 
 @login_required

@@ -24,15 +24,15 @@ from datetime import datetime
 
 from django.db import transaction
 
+from accesscontrol.owners import UnixNames, resolved_unix_name, service_user
 from allocation.holders import RESERVATION, TASK, holders
-from monitoring import lease
+from core import lease
 from monitoring.models import Device, Host
 from reservations.models import Reservation
 
 from . import config
 from .handlers import queue_handlers
 from .models import CheckedProbe, Sighting, Violation
-from .owners import UnixNames, resolved_unix_name, service_user
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,7 @@ class Intrusion:
     command: str
     reservation: Reservation | None
     slot_start: datetime | None  # when the reservation began holding this GPU
+    container: dict | None = None  # {"id", "name", "runtime"}: see monitoring.containers
 
     def key(self) -> tuple:
         return (self.device.pk, self.pid, self.offender_unix, getattr(self.reservation, "pk", None))
@@ -160,7 +161,15 @@ def find_intrusions(host: Host, level: str, at) -> list[Intrusion]:
         if reservation and unix is not None and unix == names.of(reservation.owner):
             continue
         intrusions.append(
-            Intrusion(device, process["pid"], unix or "", command, reservation, since)
+            Intrusion(
+                device,
+                process["pid"],
+                unix or "",
+                command,
+                reservation,
+                since,
+                process.get("container"),
+            )
         )
     return intrusions
 
@@ -239,6 +248,15 @@ def _sight(sighting: Sighting | None, intrusion: Intrusion, seen_at) -> Sighting
     return sighting
 
 
+def container_fields(container: dict | None) -> dict:
+    """The container a violation's process runs in, as the Violation stores it."""
+    container = container or {}
+    return {
+        "container_id": container.get("id", ""),
+        "container_name": container.get("name", "")[: Violation.CONTAINER_NAME_LENGTH],
+    }
+
+
 def _open(host: Host, intrusion: Intrusion, first_seen, last_seen) -> Violation:
     reservation = intrusion.reservation
     offender = service_user(host, intrusion.offender_unix) if intrusion.offender_unix else None
@@ -250,6 +268,7 @@ def _open(host: Host, intrusion: Intrusion, first_seen, last_seen) -> Violation:
         offender=offender,
         pid=intrusion.pid,
         command=intrusion.command,
+        **container_fields(intrusion.container),
         first_seen=first_seen,
         last_seen=last_seen,
     )

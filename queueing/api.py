@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from accesscontrol.permissions import RestrictedViewSetMixin
 from allocation import placing, rule
 from allocation.placement import Request
-from hiveproject.ids import IdField
+from core.ids import IdField
 from hiveproject.pagination import LinkHeaderPagination, paged
 from jobs.api import literal_values
 from monitoring.models import Device, Host
@@ -140,7 +140,7 @@ class QueuedJobViewSet(
         data.is_valid(raise_exception=True)
         data = data.validated_data
         # A service's ValidationError / PermissionDenied become the API's 400 / 403 in
-        # hiveproject.api_errors.exception_handler.
+        # core.api_errors.exception_handler.
         queued = services.enqueue(
             request.user,
             name=data["name"],

@@ -17,7 +17,7 @@ from django.template.defaultfilters import pluralize
 from accesscontrol.permissions import can
 from allocation.placement import MAX_GPUS_PER_TASK, check_named_devices
 from audit.log import record
-from hiveproject.api_errors import Conflict
+from core.api_errors import Conflict
 from jobs import services as job_services
 from jobs import templating
 from monitoring.models import Device, Host

@@ -47,12 +47,12 @@ def access_log_options(access_log: str) -> list[str]:
 
 
 def run_daphne(bind: str, port: int, access_log: str = "") -> None:
-    """daphne, as `python -m hiveproject.webserver -b BIND -p PORT hiveproject.asgi:application`
-    runs it: with the bounds on request heads and bodies that nginx has (hiveproject.webserver),
+    """daphne, as `python -m core.webserver -b BIND -p PORT hiveproject.asgi:application`
+    runs it: with the bounds on request heads and bodies that nginx has (core.webserver),
     since --bind may expose it directly."""
     import setproctitle
 
-    from hiveproject.webserver import BoundedCommandLineInterface
+    from core.webserver import BoundedCommandLineInterface
 
     argv = ["-b", bind, "-p", str(port), *access_log_options(access_log), ASGI_APP]
     setproctitle.setproctitle(" ".join(["daphne", *argv]))  # as `ps` showed it before the fork
