@@ -16,6 +16,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import Q
 
+from monitoring import localaccounts
 from monitoring.models import Host
 
 from . import changes
@@ -90,6 +91,17 @@ def check_run_as(user, host: Host) -> RunAs:
     if isinstance(found, RunAs):
         return found
     raise ValidationError(found)
+
+
+def account_for(user, host: Host) -> RunAs:
+    """The account ``user``'s tasks run as on ``host``, with the lowest UID the host must find
+    it has; ValidationError saying why none can: none mapped, one refused by name
+    (``check_run_as``), or, on the service's own machine, one that does not exist there (the
+    UID floor of an SSH host is checked there, at the task's start)."""
+    account = check_run_as(user, host)
+    if host.is_local and (why := localaccounts.problem(host.name, account.name)):
+        raise ValidationError(why)
+    return account
 
 
 def _run_as_or_why_not(user, host: Host) -> RunAs | str:

@@ -1,10 +1,12 @@
 """Times on pages in the reader's zone: their profile's, else the site's (one place, so every
 {{ time|date }} and |when agrees)."""
 
+from collections.abc import Callable
 from zoneinfo import ZoneInfo
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
+from django.http import HttpRequest, HttpResponseBase
 from django.utils import timezone
 
 from core.zones import site_zone
@@ -25,10 +27,10 @@ def user_zone(user: AbstractBaseUser | AnonymousUser) -> ZoneInfo:
 
 
 class UserTimeZoneMiddleware:
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         user = getattr(request, "user", None)
         if user is not None and user.is_authenticated:
             user.hive_zone = user_zone(user)

@@ -1,8 +1,6 @@
 from django.contrib.auth.decorators import login_required
-from django.http import JsonResponse
 from django.shortcuts import render
 
-from .states import booking_states, state_text
 from .tiles import board_rows, summary
 
 
@@ -21,16 +19,3 @@ def board(request):
     return render(request, "board/board.html", context)
 
 
-@login_required
-def states(request):
-    """Booking states of every GPU, for the board to refresh without reloading:
-    {"gpus": {device id: {"state", "text", "mine"}}} (free GPUs are left out)."""
-    payload = {
-        str(pk): {
-            "state": booking.state,
-            "text": state_text(booking),
-            "mine": booking.owner_id == request.user.pk,
-        }
-        for pk, booking in booking_states(request.user).items()
-    }
-    return JsonResponse({"gpus": payload})

@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.http import HttpRequest
 
 from .models import Activity
 
@@ -20,10 +21,10 @@ class ActivityAdmin(admin.ModelAdmin):
     ]
 
     @admin.display(description="last error")
-    def error(self, activity):
+    def error(self, activity: Activity) -> str:
         if not activity.last_error:
             return ""
         return f"{activity.last_error_at:%Y-%m-%d %H:%M:%S}: {activity.last_error[:80]}"
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False

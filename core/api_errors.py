@@ -66,8 +66,8 @@ def busy_answer() -> JsonResponse:
 
 
 class BusyDatabase:
-    """Middleware: a page (or a pages' JSON endpoint) whose write found the database locked
-    gets the same 503 as the API, not a 500."""
+    """Middleware: a page whose write found the database locked gets the same 503 as the
+    API, not a 500."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response

@@ -7,6 +7,9 @@ takes to answer. ``core.workers.ask`` reads the same mark to hand its question t
 """
 
 import contextvars
+from collections.abc import Callable, Sequence
+
+from django.http import HttpRequest, HttpResponseBase
 
 
 class HostCallInRequest(RuntimeError):
@@ -22,7 +25,7 @@ serving_request: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 )
 
 
-def refuse_in_request(argv) -> None:
+def refuse_in_request(argv: Sequence[str]) -> None:
     """HostCallInRequest while a web request is served: every transport asks this first."""
     path = serving_request.get()
     if path is not None:
@@ -33,10 +36,10 @@ def refuse_in_request(argv) -> None:
 
 
 class NoHostCalls:
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         token = serving_request.set(request.path)
         try:
             return self.get_response(request)

@@ -9,7 +9,7 @@
 - A JSON body holding NUL in any string, keys included, is refused with 400: PostgreSQL
   cannot store it in text, and no name, title or parameter of ours needs it.
 
-Answers have the API's error shape (``{"detail": ...}``), for pages' JSON endpoints too.
+Answers have the API's error shape (``{"detail": ...}``), whatever the URL.
 """
 
 import json

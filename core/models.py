@@ -25,5 +25,5 @@ class Activity(models.Model):
         verbose_name_plural = "activities"
         ordering = ["name"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name

@@ -32,7 +32,11 @@ from daphne.cli import CommandLineInterface
 from daphne.http_protocol import HTTPFactory, WebRequest
 from daphne.server import Server
 from django.conf import settings
-from twisted.web.http import HTTPChannel
+from twisted.internet.address import IPv4Address, IPv6Address
+from twisted.internet.interfaces import IAddress, IDelayedCall, ITCPTransport
+from twisted.internet.protocol import connectionDone
+from twisted.python.failure import Failure
+from twisted.web.http import HTTPChannel, Request
 
 from core.limits import too_large_detail
 
@@ -76,29 +80,33 @@ class BoundedChannel(HTTPChannel):
     ``totalHeadersSize``, ``maxHeaders``) are set to ours, which are checked first, so that
     the client gets an answer in words instead of a closed connection or a bare 400."""
 
+    # daphne's -b/-p (the service's, deploy/systemd) listen over TCP; over a UNIX socket (-u)
+    # the transport has the same methods, and its peer no port.
+    transport: ITCPTransport | None
+    bounds: Bounds
     refused = False  # answered already: whatever else arrives is dropped
     reading_head = True
     head_lines = 0
     head_bytes = 0
     request_line = b""
-    head_deadline = None
-    linger = None
+    head_deadline: IDelayedCall | None = None
+    linger: IDelayedCall | None = None
 
-    def connectionMade(self):
+    def connectionMade(self) -> None:
         self.bounds = self.factory.bounds
         self.MAX_LENGTH = self.bounds.line
         self.totalHeadersSize = self.bounds.head
         self.maxHeaders = self.bounds.fields
         super().connectionMade()
 
-    def dataReceived(self, data):
+    def dataReceived(self, data: bytes) -> None:
         if self.refused:
             return
         if self.reading_head and self.head_deadline is None:
             self.head_deadline = self.callLater(self.bounds.read_timeout, self.head_too_slow)
         super().dataReceived(data)
 
-    def lineReceived(self, line):
+    def lineReceived(self, line: bytes) -> None:
         if self.refused:  # the rest of a packet whose earlier line was refused
             return
         if line:  # blank lines end the head (or precede it): no field
@@ -106,41 +114,46 @@ class BoundedChannel(HTTPChannel):
             self.head_bytes += len(line)  # as Twisted counts it: without the line ends
             self.request_line = self.request_line or line
         if self.head_bytes > self.bounds.head:
-            return self.refuse(431, f"The request head is larger than {self.bounds.head} bytes.")
-        if self.head_lines > self.bounds.fields + 1:  # the request line is no field
-            return self.refuse(431, f"The request has more than {self.bounds.fields} headers.")
-        super().lineReceived(line)
+            self.refuse(431, f"The request head is larger than {self.bounds.head} bytes.")
+        elif self.head_lines > self.bounds.fields + 1:  # the request line is no field
+            self.refuse(431, f"The request has more than {self.bounds.fields} headers.")
+        else:
+            super().lineReceived(line)
 
-    def lineLengthExceeded(self, line):
+    def lineLengthExceeded(self, line: bytes) -> None:
         limit = self.bounds.line
         if self.head_lines == 0:
-            return self.refuse(414, f"The request line is longer than {limit} bytes.")
-        return self.refuse(431, f"A request header is longer than {limit} bytes.")
+            self.refuse(414, f"The request line is longer than {limit} bytes.")
+        else:
+            self.refuse(431, f"A request header is longer than {limit} bytes.")
 
-    def allHeadersReceived(self):
+    def allHeadersReceived(self) -> None:
         self.end_of_head()
         if self.length is not None and self.length > self.bounds.body:
-            return self.refuse(413, too_large_detail())  # before "100 Continue" is sent
-        super().allHeadersReceived()
+            self.refuse(413, too_large_detail())  # before "100 Continue" is sent
+        else:
+            super().allHeadersReceived()
 
-    def end_of_head(self):
+    def end_of_head(self) -> None:
         self.reading_head, self.head_lines, self.head_bytes = False, 0, 0
         if self.head_deadline is not None and self.head_deadline.active():
             self.head_deadline.cancel()
         self.head_deadline = None
 
-    def requestDone(self, request):
+    def requestDone(self, request: Request) -> None:
         # Before Twisted's: it goes on at once with a next request already received.
         self.reading_head, self.request_line = True, b""
         super().requestDone(request)
 
-    def head_too_slow(self):
+    def head_too_slow(self) -> None:
         self.head_deadline = None
         self.refuse(408, f"The request head did not arrive within {self.bounds.read_timeout} s.")
 
     def refuse(self, status: int, detail: str) -> None:
         """Answer, drop what follows for a while, then close (see the module's docstring)."""
-        if self.refused:
+        # A refusal comes while connected (on data, or from a timer that connectionLost
+        # cancels), so there is a transport; without one there would be nobody to answer.
+        if self.refused or self.transport is None:
             return
         self.refused = True
         self.end_of_head()
@@ -149,19 +162,20 @@ class BoundedChannel(HTTPChannel):
         self.transport.loseWriteConnection()  # a client reading to the end has it all now
         self.setTimeout(None)  # the lingering has its own end
         self.linger = self.callLater(LINGER_SECONDS, self.loseConnection)
-        self.log_refusal(status, len(response))
+        self.log_refusal(status, len(response), self.transport.getPeer())
 
-    def log_refusal(self, status: int, size: int) -> None:
+    def log_refusal(self, status: int, size: int, peer: IAddress) -> None:
         """An access-log line, as daphne writes one for every answered request."""
         method, _, rest = self.request_line.decode("latin-1").partition(" ")
-        peer = self.transport.getPeer()
-        client = f"{peer.host}:{peer.port}" if hasattr(peer, "port") else None
+        client: str | None = None  # a UNIX socket's peer has no port
+        if isinstance(peer, IPv4Address | IPv6Address):
+            client = f"{peer.host}:{peer.port}"
         path = rest.rpartition(" ")[0] or "-"
         details = {"path": path, "status": status, "method": method or "-", "client": client}
         details.update(size=size, time_taken=0.0)
         self.factory.server.log_action("http", "complete", details)
 
-    def connectionLost(self, reason):
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
         self.end_of_head()
         if self.linger is not None and self.linger.active():
             self.linger.cancel()
@@ -175,7 +189,7 @@ class BoundedRequest(WebRequest):
 
     body_bytes = 0
 
-    def handleContentChunk(self, data):
+    def handleContentChunk(self, data: bytes) -> None:
         if self.channel.refused:
             return
         self.body_bytes += len(data)
@@ -184,7 +198,7 @@ class BoundedRequest(WebRequest):
             return
         super().handleContentChunk(data)
 
-    def requestReceived(self, command, path, version):
+    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:
         if not self.channel.refused:
             super().requestReceived(command, path, version)
 
@@ -195,13 +209,13 @@ class BoundedHTTPFactory(HTTPFactory):
 
     protocol = BoundedChannel
 
-    def __init__(self, server):
+    def __init__(self, server: "BoundedServer") -> None:
         super().__init__(server)
         self.bounds = Bounds.from_settings()
         self.timeOut = self.bounds.read_timeout  # Twisted's idle timeout, reset by each read
 
-    def buildProtocol(self, addr):
-        channel = super().buildProtocol(addr)
+    def buildProtocol(self, addr: IAddress) -> BoundedChannel:
+        channel: BoundedChannel = super().buildProtocol(addr)
         channel.requestFactory = BoundedRequest
         return channel
 
@@ -212,11 +226,11 @@ class BoundedServer(Server):
     for ours as it is set."""
 
     @property
-    def http_factory(self):
+    def http_factory(self) -> BoundedHTTPFactory:
         return self.bounded_factory
 
     @http_factory.setter
-    def http_factory(self, _daphnes):
+    def http_factory(self, _daphnes: object) -> None:
         self.bounded_factory = BoundedHTTPFactory(self)
 
 

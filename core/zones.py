@@ -1,9 +1,9 @@
-"""Time zones: the site's (grants, windows, dates), the calendars' years, and wall-clock text.
+"""Time zones: the site's (grants, windows, dates) and the calendars' years.
 
 A user's own zone is their profile's (accesscontrol.zones); everything here needs no user.
 """
 
-from datetime import date, datetime
+from datetime import date
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.conf import settings
@@ -38,26 +38,3 @@ def check_calendar_year(value: date, field: str | None = None) -> None:
         first, last = CALENDAR_YEARS[0], CALENDAR_YEARS[-1]
         message = f"Give a date between the years {first} and {last}."
         raise ValidationError({field: message} if field else message)
-
-
-def wall_text(instant: datetime, zone: ZoneInfo) -> str:
-    """'2026-11-23T09:00:00': the wall-clock time in ``zone``, without an offset.
-
-    The calendar script only knows fixed offsets, so it is given wall-clock times that it
-    shows as they are; this keeps a week across a DST change right.
-    """
-    return instant.astimezone(zone).replace(tzinfo=None).isoformat(timespec="seconds")
-
-
-def parse_wall(text: object, zone: ZoneInfo, field: str) -> datetime:
-    """An ISO time from the calendar: wall-clock in ``zone`` unless it names an offset."""
-    try:
-        value = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    except ValueError:
-        raise ValidationError(
-            {field: f"{text!r} is not a date and time (YYYY-MM-DDTHH:MM)."}
-        ) from None
-    check_calendar_year(value, field)
-    if timezone.is_naive(value):
-        value = value.replace(tzinfo=zone)
-    return value

@@ -480,9 +480,12 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",  # the default
         "hiveproject.api_schema.empty_means_absent",
     ],
+    # Enums that several components share keep one name each (tasks' and bookings' status);
     # API tokens have a "state" and distributed jobs a "kind" too: the schema keeps its names
     # for theirs and names the queue's.
     "ENUM_NAME_OVERRIDES": {
+        "TaskStatusEnum": "jobs.models.Task.Status",
+        "ReservationStatusEnum": "reservations.models.Reservation.Status",
         "QueuedJobStateEnum": "queueing.models.QueuedJob.State",
         "QueuedTaskKindEnum": "queueing.models.QueuedTask.Kind",
         "StateEnum": ["active", "expired", "revoked"],
@@ -889,6 +892,14 @@ NVIDIA_SMI_TIMEOUT = env.number(
     10.0,
     "a hung `nvidia-smi` is killed on the host after this",
     positive=True,
+)
+# Whose a GPU process in a Docker or Podman container is (monitoring/containers.py).
+CONTAINER_OWNER_LABEL = env.text(
+    "CONTAINER_OWNER_LABEL",
+    "gpuhive.owner",
+    "the container label naming the UNIX account a containerised GPU process belongs to",
+    pattern=r"[A-Za-z0-9][A-Za-z0-9._/-]*",
+    accepts="a label key (letters, digits, '.', '_', '/', '-')",
 )
 METRICS_TOKEN = env.text(
     "METRICS_TOKEN",

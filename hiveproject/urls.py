@@ -9,8 +9,10 @@ import accounting.urls
 import apitokens.signin
 import apitokens.urls
 import apitokens.views
+import board.urls
 import fairuse.urls
 import jobs.urls
+import monitoring.urls
 import notifications.urls
 import protection.urls
 import queueing.urls
@@ -35,6 +37,8 @@ for app_urls in (
     fairuse.urls,
     accounting.urls,
     notifications.urls,
+    board.urls,
+    monitoring.urls,
 ):
     for route in app_urls.api_routes:  # (prefix, viewset[, basename])
         router.register(*route)

@@ -19,15 +19,15 @@ from django.db import transaction
 from django.db.models import Case, Value, When, prefetch_related_objects
 from django.utils import timezone
 
-from accesscontrol.accounts import RunAs, spawn_min_uid
+from accesscontrol.accounts import RunAs, account_for, spawn_min_uid
 from accesscontrol.permissions import can
+from allocation.rule import Processes, start_rule
 from audit.log import record
 from core import lease
 from monitoring.models import Device, Host
-from queueing.availability import Processes, start_rule  # the queue belongs to the jobs layer
 from reservations.models import Reservation
 
-from . import accounts, remote, templating
+from . import remote, templating
 from .models import Job, Task
 
 log = logging.getLogger(__name__)
@@ -242,7 +242,7 @@ def check_may_run(user: Asker, task: Task) -> None:
 
 
 def check_can_start(task: Task, now: datetime, processes: Processes | None = None) -> RunAs | None:
-    """The start rule (queueing.availability) allows the owner on every GPU of the task,
+    """The start rule (allocation.rule) allows the owner on every GPU of the task,
     over its run (until its scheduled stop, else the reservation horizon); every reason
     is said. ``processes``: what nvidia-smi showed just now, per host id, if asked.
     Returns the UNIX account the rule found for the owner on the task's host, with its UID
@@ -291,9 +291,7 @@ def claim_start(task: Task, user: Asker, processes: Processes | None = None) -> 
         )
     now = timezone.now()
     prefetch_related_objects([task], "devices")  # read once for the checks, argv and audit
-    account = check_can_start(task, now, processes) or accounts.account_for(
-        task.job.owner, task.host
-    )
+    account = check_can_start(task, now, processes) or account_for(task.job.owner, task.host)
     username = account.name
     argv = planned_argv(task)
     claimed = Task.objects.filter(pk=task.pk, status=Task.Status.PENDING).update(

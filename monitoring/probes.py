@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from . import hostscripts, parsers
+from . import containers, hostscripts, parsers
 from .connections import pool
 from .models import Host
 from .transport import CommandTimeout, HostKey, TransportError
@@ -80,10 +80,14 @@ def session_argv() -> list[str]:
     return ["sh", "-c", SESSION_SCRIPT, "probe-session", timeout, *settings.MONITORING_DISK_PATHS]
 
 
+# scripts/containers.sh: `docker inspect` and `podman inspect`, 3 s each and 1 s to kill.
+CONTAINER_INSPECTION_SECONDS = 2 * (3 + 1)
+
+
 def probe_timeout() -> float:
     """How long one probe may take: up to four nvidia-smi calls may each run up to the
-    timeout, plus their kill grace."""
-    return 4 * settings.NVIDIA_SMI_TIMEOUT + 10
+    timeout, plus their kill grace, and the container inspections theirs."""
+    return 4 * settings.NVIDIA_SMI_TIMEOUT + 10 + CONTAINER_INSPECTION_SECONDS
 
 
 def wants_versions(host: Host, force: bool = False) -> bool:
@@ -176,7 +180,27 @@ def _processes(sections: dict) -> list[parsers.GpuProcess]:
         return []
     apps = parsers.parse_app_query(text)
     ps = parsers.parse_ps(sections.get("ps", ("", ""))[1])
-    return parsers.join_processes(apps, ps)
+    return _in_containers(parsers.join_processes(apps, ps), ps, sections)
+
+
+def _in_containers(processes, ps: dict, sections: dict) -> list[parsers.GpuProcess]:
+    """The container of each process, and the owner of those in one (monitoring.containers)."""
+    probe_container, cgroups = containers.parse_cgroups(sections.get("cgroups", ("", ""))[1])
+    facts = containers.Facts(
+        cgroups=cgroups,
+        probe_container=probe_container,
+        inspected=containers.parse_inspect(sections.get("containers", ("", ""))[1]),
+        passwd=containers.parse_passwd(sections.get("passwd", ("", ""))[1]),
+        label_key=settings.CONTAINER_OWNER_LABEL,
+        first_personal_uid=settings.RUN_AS_MIN_UID,
+    )
+    for process in processes:
+        entry = ps.get(process.pid) if process.pid is not None else None
+        uid = entry.uid if entry else None
+        process.user, process.container = containers.attribute(
+            process.pid, uid, process.user, facts
+        )
+    return processes
 
 
 def _cpu(sections: dict) -> dict:

@@ -26,6 +26,8 @@ from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils import timezone
 
+from allocation.placement import Pool, Request, Slot, place_job, place_request
+from allocation.rule import Cluster, gpu_name, lost_sentence, when
 from audit.log import record
 from core import lease
 from jobs import actions as job_actions
@@ -36,9 +38,7 @@ from notifications.send import notify
 from reservations.models import Reservation, ReservedDevice
 
 from . import services
-from .availability import Cluster, gpu_name, lost_sentence, when
 from .models import DispatchRequest, GpuClaim, QueuedJob, QueuedTask, QueueRun
-from .placement import Pool, Request, Slot, place_job, place_request
 
 log = logging.getLogger(__name__)
 ACTIVITY = "queue-dispatch"

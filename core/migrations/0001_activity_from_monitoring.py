@@ -2,14 +2,20 @@
 of which app owns it changes (monitoring 0008 drops it from monitoring's state). Its content
 type is renamed, so the permissions on it, which admins may have given, stay given."""
 
+from collections.abc import Callable
+
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 
-def move_content_type(source: str, target: str):
+def move_content_type(
+    source: str, target: str
+) -> Callable[[StateApps, BaseDatabaseSchemaEditor], None]:
     """Activity's content type from app ``source`` to ``target`` (none yet on a new database:
     Django creates content types after migrating)."""
 
-    def move(apps, schema_editor):
+    def move(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
         content_types = apps.get_model("contenttypes", "ContentType").objects
         rows = content_types.using(schema_editor.connection.alias)
         rows.filter(app_label=source, model="activity").update(app_label=target)

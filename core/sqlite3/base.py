@@ -31,6 +31,8 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db.backends.sqlite3 import base
@@ -38,6 +40,12 @@ from django.db.utils import OperationalError
 
 # One writer at a time in this process; see the module's docstring.
 _writer = threading.Lock()
+
+T = TypeVar("T")
+# A pool's key: a connection's parameters and init commands (see DatabaseWrapper._pool_key).
+PoolKey = tuple[object, ...]
+# A database file's device and inode; None when it is gone or in memory.
+FileIdentity = tuple[int, int] | None
 
 
 class DatabaseBusy(OperationalError):
@@ -55,7 +63,7 @@ def _take_writer(deadline: float) -> None:
         raise DatabaseBusy("database is locked: other writers held it too long")
 
 
-def _until_unlocked(attempt, deadline: float):
+def _until_unlocked(attempt: Callable[[], T], deadline: float) -> T:
     """``attempt()`` (a BEGIN IMMEDIATE, or a write outside a transaction), again while
     SQLite says "locked" (another process writes) and time is left. Safe to repeat: SQLite
     refuses a statement's lock before the statement changes anything."""
@@ -80,12 +88,12 @@ class _Pool:
 
     IDLE = 8  # connections kept per database and parameters; more are closed
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._idle: dict[tuple, list] = {}
+        self._idle: dict[PoolKey, list[tuple[sqlite3.Connection, FileIdentity]]] = {}
         self._pid = os.getpid()
 
-    def take(self, key: tuple, path: str):
+    def take(self, key: PoolKey, path: str) -> sqlite3.Connection | None:
         while (entry := self._pop(key)) is not None:
             connection, identity = entry
             if identity is not None and identity == _file_identity(path):
@@ -93,7 +101,7 @@ class _Pool:
             connection.close()
         return None
 
-    def give(self, key: tuple, path: str, connection) -> None:
+    def give(self, key: PoolKey, path: str, connection: sqlite3.Connection) -> None:
         try:
             if connection.in_transaction:
                 connection.rollback()  # nothing uncommitted travels to the next user
@@ -108,7 +116,7 @@ class _Pool:
                 return
         connection.close()
 
-    def _pop(self, key: tuple):
+    def _pop(self, key: PoolKey) -> tuple[sqlite3.Connection, FileIdentity] | None:
         with self._lock:
             self._forget_if_forked()
             idle = self._idle.get(key)
@@ -119,7 +127,7 @@ class _Pool:
             self._idle, self._pid = {}, os.getpid()
 
 
-def _file_identity(path: str) -> tuple | None:
+def _file_identity(path: str) -> FileIdentity:
     try:
         stat = os.stat(path)
     except (OSError, ValueError):
@@ -131,13 +139,16 @@ _pool = _Pool()
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
+    # Set by Django's get_connection_params (from OPTIONS' init_command); django-stubs lacks it.
+    init_commands: list[str]
     holds_writer = False
 
-    def get_new_connection(self, conn_params):
+    def get_new_connection(self, conn_params: dict[str, Any]) -> sqlite3.Connection:
         key = self._pool_key(conn_params)
         connection = _pool.take(key, conn_params["database"])
         if connection is None:
-            return super().get_new_connection(conn_params)
+            new: sqlite3.Connection = super().get_new_connection(conn_params)
+            return new
         # What Django sets on a new connection, again: a user may have changed it (the
         # schema editor turns foreign keys off while it works).
         connection.execute("PRAGMA foreign_keys = ON")
@@ -147,43 +158,49 @@ class DatabaseWrapper(base.DatabaseWrapper):
                 connection.execute(command)
         return connection
 
-    def _pool_key(self, conn_params) -> tuple:
+    def _pool_key(self, conn_params: dict[str, Any]) -> PoolKey:
         return tuple(sorted((k, repr(v)) for k, v in conn_params.items())) + tuple(
             self.init_commands
         )
 
-    def create_cursor(self, name=None):
-        return self.connection.cursor(factory=CursorWrapper)
+    def create_cursor(self, name: str | None = None) -> "CursorWrapper":
+        cursor: CursorWrapper = self.connection.cursor(factory=CursorWrapper)
+        return cursor
 
-    def _start_transaction_under_autocommit(self):
+    # The four hooks below are Django's (its sqlite3 and base backends), which django-stubs
+    # leaves out as private: each ``type: ignore[misc]`` says only that.
+
+    def _start_transaction_under_autocommit(self) -> None:
         deadline = time.monotonic() + settings.DATABASE_LOCK_WAIT
         _take_writer(deadline)
         self.holds_writer = True
         try:
-            _until_unlocked(super()._start_transaction_under_autocommit, deadline)
+            begin = super()._start_transaction_under_autocommit  # type: ignore[misc]
+            _until_unlocked(begin, deadline)
         except BaseException:
             self._release_writer()
             raise
 
-    def _commit(self):
+    def _commit(self) -> None:
         try:
-            return super()._commit()
+            super()._commit()  # type: ignore[misc]
         finally:
             self._release_writer()
 
-    def _rollback(self):
+    def _rollback(self) -> None:
         try:
-            return super()._rollback()
+            super()._rollback()  # type: ignore[misc]
         finally:
             self._release_writer()
 
-    def _close(self):
+    def _close(self) -> None:
         try:
             if self.connection is not None and self._poolable():
                 params = self.get_connection_params()
                 with self.wrap_database_errors:
-                    return _pool.give(self._pool_key(params), params["database"], self.connection)
-            return super()._close()
+                    _pool.give(self._pool_key(params), params["database"], self.connection)
+            else:
+                super()._close()  # type: ignore[misc]
         finally:
             self._release_writer()
 
@@ -202,7 +219,11 @@ class CursorWrapper(base.SQLiteCursorWrapper):
     then SQLite's lock, tried again until DATABASE_LOCK_WAIT (then DatabaseBusy, a 503 in
     requests), instead of failing when SQLite's busy_timeout runs out."""
 
-    def execute(self, query, params=None):
+    # Django's signature, as django-stubs declares it (with the same ignore): params may be
+    # None, which sqlite3.Cursor's may not.
+    def execute(  # type: ignore[override]
+        self, query: str, params: Iterable[Any] | None = None
+    ) -> base.SQLiteCursorWrapper:
         if self.connection.in_transaction or _left_alone(query):
             return super().execute(query, params)
         deadline = time.monotonic() + settings.DATABASE_LOCK_WAIT
@@ -211,7 +232,9 @@ class CursorWrapper(base.SQLiteCursorWrapper):
             # SQLite's autocommit, which keeps the lock until they are.
             return _until_unlocked(functools.partial(super().execute, query, params), deadline)
 
-    def executemany(self, query, param_list):
+    def executemany(  # type: ignore[override]
+        self, query: str, param_list: Iterable[Iterable[Any]]
+    ) -> base.SQLiteCursorWrapper:
         if self.connection.in_transaction or _left_alone(query):
             return super().executemany(query, param_list)
         deadline = time.monotonic() + settings.DATABASE_LOCK_WAIT
@@ -241,7 +264,7 @@ def _left_alone(query: str) -> bool:
 
 
 @contextlib.contextmanager
-def _holding_writer(deadline: float):
+def _holding_writer(deadline: float) -> Iterator[None]:
     _take_writer(deadline)
     try:
         yield

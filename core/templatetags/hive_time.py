@@ -2,7 +2,8 @@
 accesscontrol.zones), "Thu 26 Nov 14:05", with a relative hint ("in 2 h", "5 min ago") where it
 helps, and durations in words ("2 h 5 min")."""
 
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
+from typing import Literal
 
 from django import template
 from django.utils import timezone
@@ -40,7 +41,7 @@ def relative(moment: datetime, now: datetime | None = None) -> str:
 
 
 @register.filter
-def when(moment):
+def when(moment: datetime | None) -> str:
     """<time> with the absolute time and, in its title and after it, the relative one."""
     if not moment:
         return "–"
@@ -53,7 +54,7 @@ def when(moment):
 
 
 @register.filter
-def when_relative(moment):
+def when_relative(moment: datetime | None) -> str:
     """Absolute time followed by the relative hint: "Thu 26 Nov 14:05 (in 2 h)"."""
     if not moment:
         return "–"
@@ -66,15 +67,15 @@ def when_relative(moment):
 
 
 @register.filter
-def duration(value):
-    """A timedelta or a number of seconds, in words."""
+def duration(value: timedelta | float | Literal[""] | None) -> str:
+    """A timedelta or a number of seconds, in words ("" is a template's missing value)."""
     if value is None or value == "":
         return "–"
     return duration_text(value if isinstance(value, timedelta) else timedelta(seconds=value))
 
 
 @register.filter
-def day(value):
+def day(value: date | None) -> str:
     """A calendar day in the format of the times: "Thu 26 Nov" (with the year if not this one)."""
     if not value:
         return "–"

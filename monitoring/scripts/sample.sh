@@ -17,6 +17,8 @@
 # 7; bench/probe_host_cost.py). The CPU count and model (2 greps over /proc/cpuinfo) come
 # from $hive_cpuinfo when the caller read them already: the session reads them at its start
 # and again when versions are asked (after a host was down, on "probe now").
+# Which containers the GPU processes run in ("@@cgroups", "@@containers", "@@passwd").
+. ./containers.sh
 cpuinfo() {
 grep -c '^processor' /proc/cpuinfo
 grep -m1 -E '^(model name|Hardware|Processor|cpu model)[[:space:]]*:' /proc/cpuinfo
@@ -46,6 +48,7 @@ if [ "$grc" -eq 0 ]; then
     psfmt=pid=,uid=,user:64=,args=
     ps -ww -o "$psfmt" -q "$pids" 2>/dev/null || ps -ww -o "$psfmt" -p "$pids"
   fi
+  [ -z "$pids" ] || containers "$pids"
   if [ "$V" = 1 ]; then
     echo "@@driver"
     timeout -k 2 "$T" nvidia-smi --version 2>/dev/null || \

@@ -94,15 +94,6 @@ def test_an_edit_racing_another_edit_is_refused(monkeypatch, owner, admin_user, 
     assert (booking.title, booking.description) == ("train", "by admin")
 
 
-def test_the_calendar_answers_409_too(monkeypatch, owner, admin_user, booking):
-    cancel = lambda: send(signed_in(admin_user), "delete", f"/api/reservations/{booking.pk}/")  # noqa: E731
-    during(monkeypatch, booking_services, "check_devices", cancel)
-    body = {"title": "renamed", "description": ""}
-    response = send(signed_in(owner), "post", f"/reservations/calendar/{booking.pk}/", body)
-    assert response.status_code == 409 and "cancelled meanwhile" in response.json()["detail"]
-    assert Reservation.objects.get().status == Reservation.Status.CANCELLED
-
-
 def test_a_cancel_from_a_stale_copy_keeps_the_other_edit(owner, booking):
     stale = Reservation.objects.get(pk=booking.pk)
     booking_services.update_reservation(booking, owner, end=tomorrow(11))

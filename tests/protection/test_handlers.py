@@ -1,6 +1,8 @@
 """Handlers: queued per cycle, each run recorded, failures isolated; mail, terminal, webhook."""
 
 import json
+import os
+import pwd
 import threading
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -12,6 +14,7 @@ from notifications.models import Channel, Delivery
 from notifications.send import send_due
 from protection.detection import check_hosts
 from protection.handlers import ACTIVITY, Skip
+from protection.handlers.kill import KillHandler
 from protection.handlers.terminal import terminals, write_to_terminals
 from protection.handlers.texts import sanitized, to_offender
 from protection.models import HandlerRun, Violation
@@ -241,6 +244,34 @@ def test_an_unknown_owner_gets_no_terminal_message(probe, booking, settings):
     intrude(probe, (0, 10, "4711", "a"))
     with pytest.raises(Skip, match="owner unknown"):
         write_to_terminals(Violation.objects.get())
+
+
+# --- processes in containers ----------------------------------------------------------------
+
+TRAIN_3 = {"id": "b508e2673897", "name": "train-3", "runtime": "docker"}
+
+
+def test_the_offender_is_told_which_container(probe, booking, settings):
+    settings.VIOLATION_HANDLERS = []
+    intrude(probe, (0, 10, "other", "python train.py", TRAIN_3))
+    text = to_offender(Violation.objects.get())
+    assert "your process 10 in container train-3 (python train.py)" in text
+
+
+def test_a_labelled_containers_process_running_as_another_account_is_not_killed(
+    probe, booking, settings, real_processes
+):
+    """The label names its owner; the process runs as the container's account (root, or
+    this test's): not the offender's, so the kill handler cannot tell it from a reused PID."""
+    settings.VIOLATION_HANDLERS = []
+    probe.host.transport = "local"
+    probe.host.save()
+    process = real_processes(["sleep", "304"])
+    intrude(probe, (0, process.pid, "other", "sleep 304", TRAIN_3))
+    account = pwd.getpwuid(os.getuid()).pw_name
+    with pytest.raises(Skip, match=rf"runs as {account} in other \(container train-3\)"):
+        KillHandler().handle(Violation.objects.get())
+    assert process.poll() is None
 
 
 # --- the documented example: a chat webhook -------------------------------------------------

@@ -12,11 +12,11 @@ from django.contrib.auth.models import Group
 from django.db import connection
 from django.utils import timezone
 
+from allocation.placement import Slot
 from jobs.models import Task
 from notifications.send import send_due
 from queueing import scheduler
 from queueing.models import GpuClaim, QueuedJob, QueueQuota, QueueRun
-from queueing.placement import Slot
 
 from .conftest import probe_again, queue, reserve, soon, wait_for
 

@@ -8,9 +8,36 @@ Pure functions over plain values, so the packing rules are easy to test and to r
   most usable GPUs and finishes on the best-fitting one (fewest hosts);
 - GPUs that would need an opportunistic job preempted are used only when free ones do not
   suffice, and a request that needs them is placed last among equals.
+
+The kinds of request and their limits are here too: the queue's tasks, the new-job form and
+the placement endpoint ask for GPUs in these words.
 """
 
 from dataclasses import dataclass, field
+
+from django.core.exceptions import ValidationError
+from django.db import models
+
+MAX_GPUS_PER_TASK = 64
+
+
+class Kind(models.TextChoices):
+    """How a task asks for GPUs."""
+
+    DEVICES = "devices", "These GPUs"
+    ONE_HOST = "one_host", "N GPUs on one host"
+    ANY_HOSTS = "any_hosts", "N GPUs on any hosts"
+
+
+def check_named_devices(devices: list) -> None:
+    """GPUs named for one task: at least one, all on one host."""
+    if not devices:
+        raise ValidationError("Name at least one GPU, or ask for a number of GPUs.")
+    if len({d.host_id for d in devices}) > 1:
+        raise ValidationError(
+            "Named GPUs of one task must be on one host (a task runs on one "
+            "host); use one task per host."
+        )
 
 
 @dataclass(frozen=True)

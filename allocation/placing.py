@@ -1,18 +1,20 @@
 """Where a user's work could start now, as the server decides it (the CLI only asks).
 
-Both answers come from the start rule (availability.Cluster) and the queue's packing rules
+Both answers come from the start rule (rule.Cluster) and the packing rules the queue uses
 (placement), so `hive submit --gpus N`, `hive status --free`, the queue and a job's start
 cannot disagree about a GPU.
 """
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from monitoring.models import Device
 
-from .availability import Cluster, Reason
 from .placement import Pool, Request, Slot, place_request
+from .rule import Cluster, Reason
 
 
 @dataclass
@@ -28,7 +30,7 @@ class Placement:
         return bool(self.devices)
 
 
-def usability(user, now=None) -> list[tuple[Device, list[Reason]]]:
+def usability(user: User, now: datetime | None = None) -> list[tuple[Device, list[Reason]]]:
     """Every present GPU of every enabled host, with why ``user`` may not start on it now."""
     cluster = Cluster(now or timezone.now())
     return [(gpu.device, cluster.reasons(user, pk)) for pk, gpu in cluster.gpus.items()]
@@ -38,7 +40,7 @@ def _slot(device: Device) -> Slot:
     return Slot(device.pk, device.host_id, device.index, device.name, device.memory_total_mib)
 
 
-def place(user, request: Request, now=None) -> Placement:
+def place(user: User, request: Request, now: datetime | None = None) -> Placement:
     """GPUs for ``request`` that ``user`` may start on now: best fit, as the queue places."""
     cluster = Cluster(now or timezone.now())
     open_slots = {
@@ -51,7 +53,7 @@ def place(user, request: Request, now=None) -> Placement:
     return _refusal(cluster, user, request)
 
 
-def _refusal(cluster: Cluster, user, request: Request) -> Placement:
+def _refusal(cluster: Cluster, user: User, request: Request) -> Placement:
     if request.kind == "devices":
         ids = list(request.device_ids)
     else:

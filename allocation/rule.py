@@ -2,10 +2,11 @@
 
 One rule for everyone who starts work: a job's task (page, API, CLI), the queue, gpurun
 and the placement endpoint all ask ``may_start`` (or, for a whole round, ``Cluster``).
-It lives here, the lowest app that knows every fact it needs (grants, bans, reservations,
-probes, tasks and the queue's claims); the queue and gpurun belong to the jobs layer, so
-jobs.services calls it too. It reads the database only (hosts' latest probes): no SSH.
-gpurun, which asks nvidia-smi right before each start, passes what it saw.
+It lives in the allocation layer, beneath every app that starts work, and asks the layers
+below: who holds each GPU (``holders``: bookings, tasks, queue runs), the access maths
+(accesscontrol.coverage) and the account to run as (accesscontrol.accounts). It reads the
+database only (hosts' latest probes): no SSH. gpurun, which asks nvidia-smi right before
+each start, passes what it saw.
 
 A GPU is usable by a user over [start, end) when none of these holds (each has a stable
 ``code``, for scripts and tests, and a sentence for people):
@@ -20,7 +21,8 @@ A GPU is usable by a user over [start, end) when none of these holds (each has a
 - ``reserved_by_other``: someone else's booking overlaps [start, end) (by default the next
   QUEUE_RESERVATION_HORIZON minutes: "now or soon"; the user's own bookings never block);
 - ``banned`` / ``no_grant``: the user is banned, or no grant lets them use it at ``start``;
-- ``no_account``: the user's tasks have no UNIX account to run as on its host (jobs.accounts).
+- ``no_account``: the user's tasks have no UNIX account to run as on its host
+  (accesscontrol.accounts.account_for).
 
 A reason is ``lasting`` when waiting cannot lift it, only an admin can: a GPU gone, a ban
 without end, no grant covering the GPU now or in the LOOKAHEAD after, no account. Queueing
@@ -35,11 +37,11 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
-from django.db.models import Max
+from django.db.models import Model
 from django.utils import timezone
 
 from accesscontrol import changes
-from accesscontrol.accounts import RunAs
+from accesscontrol.accounts import RunAs, account_for
 from accesscontrol.coverage import (
     ONE_MINUTE,
     active_ban,
@@ -48,15 +50,15 @@ from accesscontrol.coverage import (
     covers_next_minute,
     waiting_sentence,
 )
-from jobs import accounts
-from jobs.models import Job, Task
+from monitoring.containers import owner_text
 from monitoring.models import Device, Host
-from reservations.models import ReservedDevice
 
-from .models import GpuClaim, QueuedJob
+from .holders import QUEUE_RUN, RESERVATION, TASK, Holding, holders
 
 # How far ahead a grant may begin and still count: after this, waiting is "for ever".
 LOOKAHEAD = timedelta(days=366)
+# How far back a task's end may make a probe stale (a probe older than this is read anyway).
+STALE_LOOKBACK = timedelta(hours=1)
 
 # Host id -> the processes seen on its GPUs just now ({"gpu_uuid", "pid", "user", "name"}).
 Processes = dict[int, list[dict[str, Any]]]
@@ -160,7 +162,7 @@ class Cluster:
         now: datetime,
         end: datetime | None = None,
         device_ids: Iterable[int] | None = None,
-        job: Job | None = None,
+        job: Model | None = None,  # a jobs.Job: only its id is read
         processes: Processes | None = None,
     ) -> None:
         self.now, self.end = now, end or now + horizon()
@@ -171,11 +173,11 @@ class Cluster:
         self.gpus = {d.pk: Gpu(d) for d in devices.select_related("host").order_by("pk")}
         self._users: dict[int, dict[int, list[Reason]]] = {}
         self._run_as: dict[tuple[int, int], RunAs] = {}  # (user id, host id) -> its account
+        seen_now = processes or {}
         self._mark_down_hosts()
-        self._mark_tasks()
-        self._mark_claims()
-        self._mark_processes(processes or {})
-        self._add_reservations()
+        for holding in holders(self._since(seen_now), self.end, devices=list(self.gpus)):
+            self._add_holding(holding, seen_now)
+        self._mark_processes(seen_now)
         for gpu in self.gpus.values():  # one sentence per kind of reason is enough for people
             gpu.blockers = _first_of_each(gpu.blockers)
 
@@ -195,47 +197,46 @@ class Cluster:
                 status = host.get_status_display().lower()
                 self._block(gpu.device.pk, HOST_DOWN, f"{host.name} is {status}")
 
-    def _mark_claims(self) -> None:
-        # Rows, not instances: every start reads this (the users' names are their __str__).
-        claims = GpuClaim.objects.filter(device_id__in=self.gpus).values_list(
-            "device_id",
-            "run_id",
-            "run__job_id",
-            "run__opportunistic",
-            "run__queued_job__name",
-            "run__queued_job__state",
-            "run__queued_job__owner__username",
-        )
-        for device_id, run_id, job_id, opportunistic, queued, state, owner in claims:
-            if job_id is not None and job_id == self.job_id:
-                continue
-            gpu = self.gpus[device_id]
-            text = f"{gpu.name} is used by queued job '{queued}' of {owner}"
-            self._block(device_id, HELD_BY_QUEUE_RUN, text)
-            if opportunistic and state == QueuedJob.State.RUNNING:
-                gpu.opportunistic_run = run_id
+    def _since(self, seen_now: dict) -> datetime | None:
+        """Where the holders asked about begin: at the oldest probe read (within the
+        STALE_LOOKBACK), so the tasks that ended after it are found; None (now) when no
+        probe is read."""
+        probes = [
+            gpu.host.last_probe_at
+            for gpu in self.gpus.values()
+            if gpu.host.pk not in seen_now and gpu.host.last_probe_at is not None
+        ]
+        return max(min(probes), self.now - STALE_LOOKBACK) if probes else None
 
-    def _mark_tasks(self) -> None:
-        through = Task.devices.through.objects.filter(
-            task__status__in=Task.ACTIVE, device_id__in=self.gpus
-        )
-        if self.job_id is not None:
-            through = through.exclude(task__job_id=self.job_id)
-        rows = through.values_list("device_id", "task__job__name", "task__job__owner__username")
-        for device_id, job, owner in rows:
-            text = f"{self.gpus[device_id].name} is used by job '{job}' of {owner}"
-            self._block(device_id, HELD_BY_TASK, text)
+    def _add_holding(self, holding: Holding, seen_now: dict) -> None:
+        gpu = self.gpus[holding.device_id]
+        own = holding.job_id is not None and holding.job_id == self.job_id
+        if holding.kind == RESERVATION and holding.overlaps(self.now, self.end):
+            start, end = holding.start, holding.end
+            if start is not None and end is not None:  # a booking always has both
+                gpu.slots.append((holding.owner_id, holding.owner, start, end))
+        elif holding.kind == TASK and holding.end is not None:
+            self._mark_stale_probe(gpu, holding.end, seen_now)
+        elif holding.kind == TASK and not own:
+            text = f"{gpu.name} is used by job '{holding.name}' of {holding.owner}"
+            self._block(gpu.device.pk, HELD_BY_TASK, text)
+        elif holding.kind == QUEUE_RUN and not own:
+            text = f"{gpu.name} is used by queued job '{holding.name}' of {holding.owner}"
+            self._block(gpu.device.pk, HELD_BY_QUEUE_RUN, text)
+            if holding.preemptible:
+                gpu.opportunistic_run = holding.holder_id
 
-    def _last_task_ends(self) -> dict[int, datetime]:
-        through = Task.devices.through.objects.filter(
-            task__ended_at__gte=self.now - timedelta(hours=1), device_id__in=self.gpus
-        )
-        ends = through.values("device_id").annotate(last=Max("task__ended_at"))
-        return {row["device_id"]: row["last"] for row in ends}
+    def _mark_stale_probe(self, gpu: Gpu, task_end: datetime, seen_now: dict) -> None:
+        """A probe taken before a task on the GPU ended may show that task's processes, or
+        miss a failure it left: not trusted until the next one (processes seen just now
+        are). A host never probed has no snapshot to misread."""
+        probed = gpu.host.last_probe_at
+        if gpu.host.pk in seen_now or probed is None or probed > task_end:
+            return
+        self._block(gpu.device.pk, STALE_PROBE, f"waiting for a fresh probe of {gpu.host.name}")
 
     def _mark_processes(self, seen_now: Processes) -> None:
         """Processes on GPUs that no task of ours holds are someone else's."""
-        self._mark_stale_probes(seen_now)
         by_uuid: dict[tuple[int, object], Gpu] = {
             (g.host.pk, g.device.uuid): g for g in self.gpus.values()
         }
@@ -246,34 +247,9 @@ class Cluster:
                 if gpu is not None:
                     text = f"{gpu.name} runs process {process.get('pid')}"
                     text += f" ({process['name']})" if process.get("name") else ""
-                    text += f" of {process['user']}" if process.get("user") else ""
+                    known = process.get("user") or process.get("container")
+                    text += f" of {owner_text(process)}" if known else ""
                     self._block(gpu.device.pk, FOREIGN_PROCESS, text)
-
-    def _mark_stale_probes(self, seen_now: Processes) -> None:
-        """A probe taken before the last task on a GPU ended may show that task's processes,
-        or miss a failure it left: not trusted until the next one (processes seen just now
-        are). A host never probed has no snapshot to misread."""
-        if all(gpu.host.pk in seen_now for gpu in self.gpus.values()):
-            return  # every host was asked just now: no probe is read
-        ends = self._last_task_ends()
-        for gpu in self.gpus.values():
-            end, probed = ends.get(gpu.device.pk), gpu.host.last_probe_at
-            if gpu.host.pk in seen_now or end is None or probed is None or probed > end:
-                continue
-            text = f"waiting for a fresh probe of {gpu.host.name}"
-            self._block(gpu.device.pk, STALE_PROBE, text)
-
-    def _add_reservations(self) -> None:
-        slots = (
-            ReservedDevice.objects.holding(self.now, self.end)
-            .filter(device_id__in=self.gpus)
-            .order_by("start")
-            .values_list(
-                "device_id", "reservation__owner_id", "reservation__owner__username", "start", "end"
-            )
-        )
-        for device_id, *slot in slots:
-            self.gpus[device_id].slots.append(tuple(slot))
 
     # --- what blocks a GPU for one user -----------------------------------------------------
 
@@ -336,7 +312,7 @@ class Cluster:
         problems = {}
         for host in {g.host for g in self.gpus.values()}:
             try:
-                self._run_as[user.pk, host.pk] = accounts.account_for(user, host)
+                self._run_as[user.pk, host.pk] = account_for(user, host)
             except ValidationError as exc:
                 problems[host.pk] = " ".join(exc.messages)
         return problems
@@ -392,7 +368,7 @@ def may_start(
     start: datetime | None = None,
     end: datetime | None = None,
     *,
-    job: Job | None = None,
+    job: Model | None = None,  # a jobs.Job: only its id is read
     processes: Processes | None = None,
 ) -> list[Reason]:
     """Every reason ``user`` may not start work on ``devices`` over [start, end) (empty: they
@@ -407,7 +383,7 @@ def start_rule(
     start: datetime | None = None,
     end: datetime | None = None,
     *,
-    job: Job | None = None,
+    job: Model | None = None,  # a jobs.Job: only its id is read
     processes: Processes | None = None,
 ) -> tuple[list[Reason], Cluster]:
     """``may_start``'s reasons, and the Cluster that gave them (a start reads the account
