@@ -126,7 +126,8 @@
     const cells = [corner];
     for (let i = 0; i < days(); i++) {
       const day = hiveTime.addDays(state.first, i);
-      const cell = el("div", "tl-day" + (day === hiveTime.today() ? " tl-today-head" : ""), dateText(dayLabel, day));
+      const cell = el("div", "tl-day" + (day === hiveTime.today() ? " tl-today-head" : ""));
+      cell.append(el("span", "tl-day-name", dateText(dayLabel, day))); // stays in sight as it scrolls
       cell.style.left = LABEL + i * 1440 * px() + "px";
       cell.style.width = 1440 * px() + "px";
       cells.push(cell);
