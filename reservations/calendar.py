@@ -1,5 +1,5 @@
-"""The week calendar's columns: the GPUs shown. Its bookings and shading come from the API
-(/api/reservations/ and /api/access/), read by the page's script.
+"""The week calendar's columns and the timeline's rows: the GPUs shown. Their bookings and
+shading come from the API (/api/reservations/ and /api/access/), read by the pages' scripts.
 """
 
 from monitoring.models import Device
@@ -31,4 +31,16 @@ def resources(devices: list[Device]) -> list[dict]:
     return [
         {"id": str(d.pk), "title": device_label(d), "extendedProps": {"index": d.index}}
         for d in devices
+    ]
+
+
+def timeline_rows(requested: list[int] | None = None) -> list[dict]:
+    """The timeline's rows: every present GPU (or those requested), by host then index, with
+    what its filters read (host, model). The page groups them by host."""
+    devices = Device.objects.filter(status=Device.Status.PRESENT).select_related("host")
+    if requested:
+        devices = devices.filter(pk__in=requested)
+    return [
+        {"id": str(d.pk), "host": d.host.name, "index": d.index, "model": d.name}
+        for d in devices.order_by("host__name", "index")
     ]

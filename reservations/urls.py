@@ -7,6 +7,7 @@ from .api import ReservationViewSet
 
 urlpatterns = [
     path("calendar/", views.calendar_page, name="reservations-calendar"),
+    path("timeline/", views.timeline_page, name="reservations-timeline"),
     path("overview/", views.overview_page, name="reservations-overview"),
     path("mine/", views.mine_page, name="reservations-mine"),
     path("usage/", views.usage_summary, name="reservations-usage"),

@@ -52,6 +52,50 @@ def calendar_page(request):
     return render(request, "reservations/calendar.html", context)
 
 
+# --- the timeline: every GPU a row, grouped by host -------------------------------------------
+
+
+def _timeline_query(request) -> tuple[list[int] | None, date | None]:
+    """(GPU ids asked for, first day asked for) from ?devices=1,2&date=YYYY-MM-DD."""
+    requested = id_list(request.GET["devices"], "devices") if request.GET.get("devices") else None
+    text = request.GET.get("date")
+    if not text:
+        return requested, None
+    try:
+        first = date.fromisoformat(text)
+    except ValueError:
+        raise ValidationError({"date": f"{text!r} is not a date (YYYY-MM-DD)."}) from None
+    check_calendar_year(first, "date")
+    return requested, first
+
+
+@login_required
+def timeline_page(request):
+    """Many GPUs: one row each, grouped by host, time across; ?devices=1,2 narrows them,
+    ?span=day|week, ?date=YYYY-MM-DD, ?host=, ?model= start the page's filters."""
+    zone = user_zone(request.user)
+    try:
+        requested, first = _timeline_query(request)
+    except ValidationError as exc:
+        context = {"errors": exc.messages, "zone": zone.key}
+        return render(request, "reservations/timeline.html", context, status=400)
+    rows = calendar.timeline_rows(requested)
+    context = {
+        "config": {
+            "devices": rows,
+            "user": request.user.get_username(),
+            "date": first.isoformat() if first else "",
+            "span": "day" if request.GET.get("span") == "day" else "week",
+            "host": request.GET.get("host", ""),
+            "model": request.GET.get("model", ""),
+        },
+        "models": sorted({row["model"] for row in rows if row["model"]}),
+        "zone": zone.key,
+        "count": len(rows),
+    }
+    return render(request, "reservations/timeline.html", context)
+
+
 # --- the long-term overview -------------------------------------------------------------------
 
 

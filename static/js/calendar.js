@@ -10,8 +10,6 @@
   const element = document.getElementById("calendar");
   const shownIds = config.resources.map((r) => r.id);
 
-  const local = (text) => text.slice(0, 16); // for <input type=datetime-local>
-  const wallInput = (iso) => local(hiveTime.wall(iso));
   const at = (text) => (text ? hiveTime.instant(text) : null); // empty: the API says so
 
   // The week's data: where the user may book (shading), then the bookings (boxes).
@@ -89,7 +87,7 @@
     buttonText: { resourceTimeGridWeek: "week", resourceTimeGridDay: "day", prev: "previous", next: "next" },
     eventSources: [{ events: (info, success, failure) => { weekEvents(info).then(success, failure); } }],
     select: (info) => openBooking(info),
-    eventClick: (info) => { if (info.event.extendedProps.reservation) openDetails(info.event.extendedProps.reservation); },
+    eventClick: (info) => { if (info.event.extendedProps.reservation) dialogs.details(info.event.extendedProps.reservation); },
   });
 
   // A page left open overnight moves its today mark at the user's midnight.
@@ -108,29 +106,19 @@
     return ids.slice(a, b + 1);
   }
 
-  // --- booking ----------------------------------------------------------------------------
-  const bookDialog = document.getElementById("book-dialog");
+  // --- booking: the dialogs are js/bookings.js's -------------------------------------------
+  const dialogs = hiveBookings({
+    changed: () => { calendar.unselect(); calendar.refetchEvents(); },
+    closed: () => calendar.unselect(),
+  });
   const bookForm = document.getElementById("book-form");
-  const bookError = document.getElementById("book-error");
 
   function openBooking(info) {
     const first = pointerDown && calendar.dateFromPoint(pointerDown.x, pointerDown.y);
     const endPoint = info.jsEvent && calendar.dateFromPoint(info.jsEvent.clientX, info.jsEvent.clientY);
     const last = endPoint && endPoint.resource ? endPoint.resource.id : info.resource.id;
     const ticked = resourcesBetween(first && first.resource ? first.resource.id : info.resource.id, last);
-    const box = document.getElementById("book-gpus");
-    box.replaceChildren(...config.resources.map((r) => {
-      const label = Object.assign(document.createElement("label"), { className: "form-check form-check-inline" });
-      const input = Object.assign(document.createElement("input"), {
-        type: "checkbox", name: "devices", value: r.id, checked: ticked.includes(r.id), className: "form-check-input",
-      });
-      label.append(input, " " + r.title);
-      return label;
-    }));
-    bookForm.start.value = local(info.startStr);
-    bookForm.end.value = local(info.endStr);
-    bookError.textContent = "";
-    bookDialog.showModal();
+    dialogs.book(config.resources, ticked, info.startStr, info.endStr);
   }
 
   // Booking without a drag (keyboards, phones): the same dialog, tomorrow 09:00-17:00 to start.
@@ -139,100 +127,5 @@
     pointerDown = null;
     openBooking({ startStr: day + "T09:00:00", endStr: day + "T17:00:00", resource: { id: null } });
     bookForm.title.focus();
-  });
-
-  // "Close" is a plain button, so Enter in a field books (or saves) rather than closes.
-  document.querySelectorAll(".hive-dialog [data-close]").forEach((button) => {
-    button.addEventListener("click", () => { button.closest("dialog").close(); });
-  });
-  bookDialog.addEventListener("close", () => calendar.unselect());
-
-  bookForm.addEventListener("submit", async (e) => {
-    e.preventDefault();
-    const devices = [...bookForm.querySelectorAll("input[name=devices]:checked")].map((i) => Number(i.value));
-    try {
-      await hiveApi.post("reservations/", {
-        title: bookForm.title.value, description: bookForm.description.value, devices,
-        start: at(bookForm.start.value), end: at(bookForm.end.value),
-      });
-      bookDialog.close();
-      bookForm.reset();
-      calendar.unselect();
-      calendar.refetchEvents();
-    } catch (error) {
-      bookError.textContent = error.message;
-    }
-  });
-
-  // --- details, edit, cancel --------------------------------------------------------------
-  const detailDialog = document.getElementById("detail-dialog");
-  const detailForm = document.getElementById("detail-form");
-  const detailError = document.getElementById("detail-error");
-  let shown = null;
-
-  function fact(list, name, value) {
-    if (value === null || value === undefined || value === "") return;
-    list.append(Object.assign(document.createElement("dt"), { textContent: name }),
-      Object.assign(document.createElement("dd"), { textContent: value }));
-  }
-
-  function usageText(usage) {
-    if (!usage) return "";
-    const parts = [
-      usage.utilization === null ? "no samples yet" : "GPU " + usage.utilization + " %",
-      usage.memory_mib === null ? "" : "memory " + usage.memory_mib + " MiB",
-      "idle " + usage.idle_minutes + " GPU-min",
-    ];
-    return parts.filter(Boolean).join(", ") + (usage.final ? "" : " (so far)");
-  }
-
-  async function openDetails(id) {
-    detailError.textContent = "";
-    try { shown = await hiveApi.get(`reservations/${id}/`); } catch (error) { alert(error.message); return; }
-    document.getElementById("detail-title").textContent = shown.title;
-    const facts = document.getElementById("detail-facts");
-    const when = (iso) => wallInput(iso).replace("T", " ");
-    const now = Date.now();
-    const ongoing = shown.status !== "cancelled" && Date.parse(shown.start) <= now && now < Date.parse(shown.end);
-    facts.replaceChildren();
-    fact(facts, "Owner", shown.owner);
-    fact(facts, "Status", shown.status_display);
-    fact(facts, "When", `${when(shown.start)} – ${when(shown.end)} (${hiveTime.zone})`);
-    fact(facts, "GPUs", shown.device_names.join(", "));
-    fact(facts, "Description", shown.description);
-    fact(facts, "Note", shown.note);
-    fact(facts, ongoing ? "Live usage" : "Usage", usageText(shown.usage));
-    document.getElementById("detail-edit").hidden = !shown.may_change;
-    document.getElementById("detail-save").hidden = !shown.may_change;
-    document.getElementById("detail-cancel").hidden = !shown.may_change;
-    if (shown.may_change) {
-      detailForm.title.value = shown.title;
-      detailForm.description.value = shown.description;
-      detailForm.start.value = wallInput(shown.start);
-      detailForm.end.value = wallInput(shown.end);
-    }
-    detailDialog.showModal();
-  }
-
-  detailForm.addEventListener("submit", async (e) => {
-    e.preventDefault();
-    const action = e.submitter ? e.submitter.value : "save";
-    if (action !== "save" && action !== "cancel-booking") return;
-    try {
-      if (action === "save") {
-        const changes = { title: detailForm.title.value, description: detailForm.description.value };
-        // Only times that were changed are sent: a started booking may move its end only.
-        if (detailForm.start.value !== wallInput(shown.start)) changes.start = at(detailForm.start.value);
-        if (detailForm.end.value !== wallInput(shown.end)) changes.end = at(detailForm.end.value);
-        await hiveApi.patch(`reservations/${shown.id}/`, changes);
-      } else {
-        if (!confirm("Cancel '" + shown.title + "'?")) return;
-        await hiveApi.delete(`reservations/${shown.id}/`);
-      }
-      detailDialog.close();
-      calendar.refetchEvents();
-    } catch (error) {
-      detailError.textContent = error.message;
-    }
   });
 })();

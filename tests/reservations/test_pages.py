@@ -25,7 +25,13 @@ def sign_in(client, persona, request):
     [("anonymous", 302), ("owner", 200), ("other_user", 200), ("admin_user", 200)],
 )
 @pytest.mark.parametrize(
-    "url", ["/reservations/calendar/", "/reservations/overview/", "/reservations/mine/"]
+    "url",
+    [
+        "/reservations/calendar/",
+        "/reservations/timeline/",
+        "/reservations/overview/",
+        "/reservations/mine/",
+    ],
 )
 def test_pages_need_a_sign_in(client, booking, request, persona, code, url):
     sign_in(client, persona, request)
@@ -79,3 +85,26 @@ def test_the_ical_feed_needs_its_token_not_a_session(client, booking, owner, req
     token = feed_for(owner).token
     assert client.get(f"/reservations/feed/{token}.ics").status_code == 200
     assert client.get(f"/reservations/feed/{token[:-1]}x.ics").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("devices=1,x", "Ids are whole numbers."),
+        ("date=31.12.2027", "is not a date (YYYY-MM-DD)."),
+        ("date=0001-01-01", "Give a date between the years"),
+    ],
+)
+def test_the_timeline_names_a_bad_query(client, owner, query, message):
+    client.force_login(owner)
+    response = client.get(f"/reservations/timeline/?{query}")
+    assert response.status_code == 400
+    assert message in response.content.decode()
+
+
+def test_the_timeline_lists_present_gpus_by_host_or_those_asked_for(client, owner, gpus):
+    client.force_login(owner)
+    rows = client.get("/reservations/timeline/").context["config"]["devices"]
+    assert [r["id"] for r in rows] == [str(g.pk) for g in gpus]
+    asked = client.get(f"/reservations/timeline/?devices={gpus[1].pk}").context["config"]
+    assert [r["id"] for r in asked["devices"]] == [str(gpus[1].pk)]
