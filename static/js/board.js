@@ -198,8 +198,8 @@
     busy: (row) => -[...row.querySelectorAll(".dc")].reduce((sum, el) => sum + Number(el.style.getPropertyValue("--u") || 0), 0),
   };
 
-  function sortHosts() {
-    if (!DENSE) return;
+  function sortHosts(initial) {
+    if (!DENSE || (initial && !filter.sort.value)) return; // rendered by name
     closeDetail();
     const key = SORTS[filter.sort.value];
     const rows = [...board.tBodies[0].querySelectorAll(".board-host")];
@@ -284,7 +284,7 @@
   }
 
   readUrl();
-  sortHosts();
+  sortHosts(true);
   applyFilter();
   connect(1000);
   setInterval(refreshStates, 60000);

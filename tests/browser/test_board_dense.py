@@ -88,3 +88,6 @@ def test_the_dense_board_is_axe_clean(asgi_live_server, big_lab, page, scheme):
     page.wait_for_load_state("load")
     assert page.evaluate("document.documentElement.dataset.bsTheme") == scheme
     assert serious_violations(page) == []
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: no sideways scrolling
+    width = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    assert page.evaluate(width) == 0
