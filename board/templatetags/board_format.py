@@ -26,8 +26,9 @@ TILE = (
     '<div class="gt-bars" aria-hidden="true"><i class="gt-util" style="width:{util}%"></i>'
     '<i class="gt-mem" style="width:{mem}%"></i></div>'
     '<p class="gt-figs">{figures}</p><p class="gt-users">{users}</p>'
-    '<p class="gt-state">{state_text}</p></article>'
+    '<p class="gt-state">{state_text}</p>{intruder}</article>'
 )
+INTRUDER = '<p class="gt-intruder"><span aria-hidden="true">! </span>intruder: {}</p>'
 
 
 @register.simple_tag
@@ -55,6 +56,7 @@ def gpu_tile(g: dict, row) -> str:
         figures=figures,
         users=g["users"],
         state_text=g["state_text"],
+        intruder=format_html(INTRUDER, g["intruder"]) if g["intruder"] else "",
     )
 
 
