@@ -172,14 +172,14 @@ def main() -> None:
     server = serve(port)
     base = f"http://127.0.0.1:{port}"
     pages = {
-        "GPU board": ("/", ".gpu-tile"),
+        "GPU board": ("/", "#board .dc, #board .gpu-tile"),
         "calendar, week, 32 GPUs": ("/reservations/calendar/", ".ec-bg-event.permitted"),
         "overview, week, all GPUs": ("/reservations/overview/", ".ov-row"),
     }
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=args.chromium, args=["--no-sandbox"])
-            load(browser, base, "/", ".gpu-tile")  # warm the server (templates, first queries)
+            load(browser, base, "/", "#board")  # warm the server (templates, first queries)
             print(HEADER)
             for name, (path, ready) in pages.items():
                 rows = [load(browser, base, path, ready) for _ in range(3)]

@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from monitoring.containers import owner_text
 from monitoring.models import Device, Host
+from protection.models import Violation
 
 from .states import FREE, booking_states, state_text
 from .templatetags.board_format import short_gib
@@ -19,6 +20,10 @@ class HostRow:
     up: bool
     url: str = ""
     gpus: list[dict] = field(default_factory=list)
+
+    @property
+    def free(self) -> int:
+        return sum(g["free"] for g in self.gpus)
 
 
 def short_model(name: str) -> str:
@@ -41,11 +46,23 @@ def users_by_gpu(processes: list[dict]) -> dict[str, list[str]]:
 
 def board_rows(user) -> list[HostRow]:
     states = booking_states(user)
+    found = intruders()
     hosts = Host.objects.filter(enabled=True).prefetch_related("devices").order_by("name")
-    return [host_row(host, states, user) for host in hosts]
+    return [host_row(host, states, user, found) for host in hosts]
 
 
-def host_row(host: Host, states: dict, user) -> HostRow:
+def intruders() -> dict[int, str]:
+    """Device id -> "linus, alice (container x)": the processes protection flagged there
+    and that are still running (its open violations), whatever the protection level."""
+    found = defaultdict(set)
+    for violation in Violation.objects.filter(ended_at=None).only(
+        "device_id", "offender_unix", "container_id", "container_name"
+    ):
+        found[violation.device_id].add(violation.offender_name)
+    return {device: ", ".join(sorted(names)) for device, names in found.items()}
+
+
+def host_row(host: Host, states: dict, user, found: dict[int, str] | None = None) -> HostRow:
     up = host.status == Host.Status.UP
     snapshot = host.last_snapshot or {}
     samples = {g.get("uuid"): g for g in snapshot.get("gpus") or []} if up else {}
@@ -54,7 +71,9 @@ def host_row(host: Host, states: dict, user) -> HostRow:
     for device in host.devices.all():
         booking = states.get(device.pk, FREE)
         sample = samples.get(device.uuid)
-        row.gpus.append(gpu_tile(device, sample, users.get(device.uuid, []), booking, up, user))
+        tile = gpu_tile(device, sample, users.get(device.uuid, []), booking, up, user)
+        tile["intruder"] = (found or {}).get(device.pk, "")
+        row.gpus.append(tile)
     return row
 
 
@@ -68,6 +87,7 @@ def gpu_tile(device: Device, sample, users, booking, up: bool, user) -> dict:
         "model": short_model(device.name),
         "util_width": percent(sample.get("utilization_gpu"), 100) or 0,
         "mem_width": percent(sample.get("memory_used_mib"), total) or 0,
+        "memory_total": total,
         "figures": figures(sample, total) if up and not lost else "",
         "users": ", ".join(users) or "no processes",
         "booking": booking,
@@ -128,6 +148,7 @@ def summary(rows: list[HostRow]) -> dict:
         "reserved": sum(g["booking"].state in ("reserved", "mine", "pending") for g in gpus),
         "running": sum(g["booking"].state in ("job", "queue") for g in gpus),
         "lost": sum(g["lost"] for g in gpus),
+        "intruded": sum(bool(g["intruder"]) for g in gpus),
         "hosts": len(rows),
         "hosts_down": sum(not row.up for row in rows),
     }

@@ -8,6 +8,7 @@ the same check run at once instead of waiting for the next poll.
 
 from django.db.models import Count, Max
 
+from .containers import owner_text
 from .models import Device, Host
 from .visibility import visible_processes
 
@@ -19,11 +20,62 @@ def freshness_marker() -> tuple:
     return (marker["probed"], marker["hosts"], marker["top"])
 
 
-def live_payload(visibility) -> dict:
+# What a page may subscribe to (the socket's ?view=): "board", the board's few figures per
+# GPU; "host", one host's whole entry (?host=<id>); "full", every host's whole entry.
+VIEWS = ("full", "board", "host")
+
+
+def live_payload(visibility, view: str = "full", host_id: int | None = None) -> dict:
     """The message a dashboard gets: one entry per host, GPUs with their device ids, other
-    users' command lines hidden as ``visibility`` (monitoring.visibility) decides."""
+    users' command lines hidden as ``visibility`` (monitoring.visibility) decides. ``view``
+    sizes it to the page: the board gets board_entry's compact rows, a host page its host."""
     hosts = Host.objects.filter(enabled=True).prefetch_related("devices")
-    return {"type": "snapshot", "hosts": [host_payload(host, visibility) for host in hosts]}
+    if view == "host":
+        hosts = hosts.filter(pk=host_id)
+    entry = board_entry if view == "board" else host_payload
+    return {"type": "snapshot", "hosts": [entry(host, visibility) for host in hosts]}
+
+
+# The board's row per GPU, in this order (static/js/board.js reads it by position; the total
+# memory it rendered does not change): 800 GPUs as named objects were 280 KB, as rows 27 KB.
+BOARD_GPU_FIELDS = (
+    "device_id",
+    "utilization_gpu",
+    "memory_used_mib",
+    "temperature_c",
+    "power_w",
+)
+
+
+def board_entry(host: Host, visibility) -> dict:
+    """What the board shows of a host live: its state, each GPU's figures, and who runs on
+    each GPU (device id -> "alice, bob (container x)"); no command lines, disks or CPU."""
+    snapshot = host.last_snapshot or {}
+    devices = {d.uuid: d.pk for d in host.devices.all()}
+    gpus, users = [], {}
+    for gpu in snapshot.get("gpus") or []:
+        power = gpu.get("power_w")
+        row = {
+            **gpu,
+            "device_id": devices.get(gpu.get("uuid")),
+            "power_w": None if power is None else round(power),
+        }
+        gpus.append([row.get(name) for name in BOARD_GPU_FIELDS])
+    for process in snapshot.get("processes") or []:
+        device = devices.get(process.get("gpu_uuid"))
+        if device is not None:
+            users.setdefault(str(device), set()).add(owner_text(process))
+    up = host.status == Host.Status.UP
+    return {
+        "id": host.pk,
+        "name": host.name,
+        "status": host.status,
+        "up": up,
+        "gpus": gpus if up else [],
+        "users": {device: ", ".join(sorted(names)) for device, names in users.items()}
+        if up
+        else {},
+    }
 
 
 # Sent with every changed host, so a client can tell what it is and whether it is up.

@@ -20,14 +20,15 @@ def short_gib(mib) -> str:
 
 TILE = (
     '<article class="gpu-tile {colour}" id="gpu-{id}" data-model="{model}" data-state="{state}"'
-    "{flags}>"
+    ' data-total="{total}"{flags}>'
     '<a class="gt-name" href="{url}#gpu-{index}">{host}:{index}</a> '
     '<span class="gt-model">{model}</span>'
     '<div class="gt-bars" aria-hidden="true"><i class="gt-util" style="width:{util}%"></i>'
     '<i class="gt-mem" style="width:{mem}%"></i></div>'
     '<p class="gt-figs">{figures}</p><p class="gt-users">{users}</p>'
-    '<p class="gt-state">{state_text}</p></article>'
+    '<p class="gt-state">{state_text}</p>{intruder}</article>'
 )
+INTRUDER = '<p class="gt-intruder"><span aria-hidden="true">! </span>intruder: {}</p>'
 
 
 @register.simple_tag
@@ -51,7 +52,57 @@ def gpu_tile(g: dict, row) -> str:
         host=row.host.name,
         util=g["util_width"],
         mem=g["mem_width"],
+        total=g["memory_total"] or "",
         figures=figures,
         users=g["users"],
         state_text=g["state_text"],
+        intruder=format_html(INTRUDER, g["intruder"]) if g["intruder"] else "",
     )
+
+
+CELL = (
+    '<button type="button" class="dc {colour}{marks}" id="gpu-{id}" data-model="{model}" '
+    'data-state="{state}" data-index="{index}" data-total="{total}"{flags} '
+    'style="--u:{util};--m:{mem}" aria-label="{label}">{index}{glyph}</button>'
+)
+
+
+@register.simple_tag
+def gpu_cell(g: dict, row) -> str:
+    """One GPU of the dense board: a focusable cell whose colour is its state, whose fill is
+    its utilisation (height) and memory (bottom bar), and whose label says it all in words
+    (shown on hover and focus, read out, and written in the detail row by board.js).
+    Intruders and lost GPUs also carry a glyph and a pattern: colour is not the only sign."""
+    flags = "".join(f' data-{name}="1"' for name in ("mine", "free", "lost") if g[name])
+    if g["intruder"]:
+        flags += format_html(' data-intruder="{}"', g["intruder"])
+    marks = (" dc-intruder" if g["intruder"] else "") + (" dc-lost" if g["lost"] else "")
+    glyph = "!" if g["intruder"] else "×" if g["lost"] else ""
+    return format_html(
+        CELL,
+        colour=g["colour"],
+        marks=marks,
+        id=g["id"],
+        model=g["model"],
+        state=g["booking"].state,
+        index=g["index"],
+        total=g["memory_total"] or "",
+        flags=mark_safe(flags),  # noqa: S308 - our constant names, the value escaped above
+        util=g["util_width"],
+        mem=g["mem_width"],
+        label=cell_label(g, row),
+        glyph=glyph,
+    )
+
+
+def cell_label(g: dict, row) -> str:
+    """ "demo-001:3 A100-SXM4-40GB · 74 % · 35/48 GiB · 72 °C · 227 W · ada · reserved by ada
+    until Thu 26 Nov 14:00 · INTRUDER: linus", as board.js writes it on live updates."""
+    if g["lost"]:
+        figures = f"GPU lost: not seen since {when(g['last_seen'])}"
+    else:
+        figures = g["figures"] if row.up else "no data: host down"
+    parts = [f"{row.host.name}:{g['index']} {g['model']}", figures, g["users"], g["state_text"]]
+    if g["intruder"]:
+        parts.append(f"INTRUDER: {g['intruder']}")
+    return " · ".join(parts)

@@ -1,19 +1,32 @@
-/* The GPU board: tiles kept current from the monitoring websocket, touching only what
- * changed; booking states refreshed from the API (/api/device-states/); the filter, kept in
- * the URL.
- * Everything that came from a host (user names, errors) is set as text, never HTML. */
+/* The GPU board, as tiles or dense (one line per host, a cell per GPU): kept current from the
+ * monitoring websocket's board rows (monitoring.live.board_entry), touching only what
+ * changed; booking states refreshed from the API (/api/device-states/); the filter and the
+ * hosts' order, kept in the URL; on the dense board, Enter or a click on a cell opens its
+ * detail row. Everything that came from a host (user names, errors) is set as text, never HTML. */
 (function () {
   "use strict";
   const WS_PATH = document.currentScript.dataset.wsPath;
+  const WS_QUERY = document.currentScript.dataset.wsQuery || "";
   const board = document.getElementById("board");
-  const tiles = new Map(); // device id -> {el, figs, users, state, util, mem, shown: {}}
-  board.querySelectorAll(".gpu-tile").forEach((el) => {
-    const state = el.querySelector(".gt-state").textContent;
-    tiles.set(Number(el.id.slice(4)), {
-      booking: el.dataset.state === "free" ? "free" : state,
-      el: el, shown: { users: el.querySelector(".gt-users").textContent, state: state }, figs: el.querySelector(".gt-figs"), users: el.querySelector(".gt-users"),
-      state: el.querySelector(".gt-state"), util: el.querySelector(".gt-util"), mem: el.querySelector(".gt-mem"),
-    });
+  const DENSE = board.classList.contains("board-dense");
+  const CELLS = DENSE ? ".dc" : ".gpu-tile";
+  // device id -> {el, booking, shown: {}, parts: {figs, users, state}} (parts: dense cells' label)
+  const tiles = new Map();
+  board.querySelectorAll(CELLS).forEach((el) => {
+    const tile = { el: el, shown: {} };
+    if (DENSE) {
+      // The label board_format.cell_label wrote: "host:i model · figures · users · state[ · INTRUDER: x]".
+      const parts = el.getAttribute("aria-label").split(" · ");
+      const k = el.dataset.intruder ? 1 : 0;
+      tile.parts = { name: parts[0], figs: parts.slice(1, -2 - k).join(" · "), users: parts.at(-2 - k), state: parts.at(-1 - k) };
+      tile.shown = { users: tile.parts.users, state: tile.parts.state };
+    } else {
+      tile.figs = el.querySelector(".gt-figs"); tile.users = el.querySelector(".gt-users"); tile.state = el.querySelector(".gt-state");
+      tile.util = el.querySelector(".gt-util"); tile.mem = el.querySelector(".gt-mem");
+      tile.shown = { users: tile.users.textContent, state: tile.state.textContent };
+    }
+    tile.booking = el.dataset.state === "free" ? "free" : tile.shown.state;
+    tiles.set(Number(el.id.slice(4)), tile);
   });
   const STATE_CLASSES = ["gt-free", "gt-closed", "gt-busy", "gt-mine", "gt-reserved", "gt-job", "gt-down"];
 
@@ -39,6 +52,25 @@
 
   const TEXT = { "gt-free": "free", "gt-busy": "in use, not booked" };
 
+  // A tile's text line, or a dense cell's label part (the cell's label is rewritten whole).
+  function setText(tile, key, text) {
+    set(tile, key, text, (t) => {
+      if (!DENSE) { tile[key].textContent = t; return; }
+      tile.parts[key] = t;
+      const p = tile.parts;
+      const intruder = tile.el.dataset.intruder ? " · INTRUDER: " + tile.el.dataset.intruder : "";
+      tile.el.setAttribute("aria-label", [p.name, p.figs, p.users, p.state].join(" · ") + intruder);
+      if (tile.detail) tile.detail.textContent = tile.el.getAttribute("aria-label");
+    });
+  }
+
+  function setBar(tile, key, width) {
+    set(tile, key, width, (w) => {
+      if (DENSE) tile.el.style.setProperty(key === "util" ? "--u" : "--m", w);
+      else tile[key].style.width = w + "%";
+    });
+  }
+
   function paint(tile, up, users) {
     const el = tile.el;
     const free = up && !el.dataset.lost && el.dataset.state === "free" && !users;
@@ -49,42 +81,41 @@
       el.classList.add(cls);
     });
     const text = cls === "gt-down" ? (el.dataset.lost ? "GPU lost" : "host down") : TEXT[cls] || tile.booking;
-    set(tile, "state", text, (t) => { tile.state.textContent = t; });
+    setText(tile, "state", text);
   }
 
+  // gpu: a board row (monitoring.live.BOARD_GPU_FIELDS), or null when the host is down.
   function updateGpu(tile, gpu, users, up) {
-    set(tile, "figs", up ? dash(gpu.utilization_gpu) + " % · " + gib(gpu.memory_used_mib) + "/" + gib(gpu.memory_total_mib) +
-      " GiB · " + dash(gpu.temperature_c) + " °C · " + (gpu.power_w === null || gpu.power_w === undefined ? "–" : Math.round(gpu.power_w)) + " W"
-      : "no data: host down", (t) => { tile.figs.textContent = t; });
-    set(tile, "util", up ? pct(gpu.utilization_gpu, 100) : 0, (w) => { tile.util.style.width = w + "%"; });
-    set(tile, "mem", up ? pct(gpu.memory_used_mib, gpu.memory_total_mib) : 0, (w) => { tile.mem.style.width = w + "%"; });
-    set(tile, "users", users || "no processes", (t) => { tile.users.textContent = t; });
+    const total = Number(tile.el.dataset.total) || null;
+    const [, util, used, temp, power] = gpu || [];
+    if (!tile.el.dataset.lost) {
+      setText(tile, "figs", up ? dash(util) + " % · " + gib(used) + "/" + gib(total) + " GiB · " + dash(temp) + " °C · " + dash(power) + " W" : "no data: host down");
+    }
+    setBar(tile, "util", up ? pct(util, 100) : 0);
+    setBar(tile, "mem", up ? pct(used, total) : 0);
+    setText(tile, "users", users || "no processes");
     paint(tile, up, users);
   }
 
-  function usersByGpu(processes) {
-    const out = {};
-    processes.forEach((p) => {
-      (out[p.gpu_uuid] = out[p.gpu_uuid] || new Set()).add(p.owner_text);
+  function updateHost(host) {
+    const row = document.getElementById("host-" + host.id);
+    if (!row) return false;
+    row.classList.toggle("board-host-down", !host.up);
+    host.gpus.forEach((gpu) => {
+      const tile = tiles.get(gpu[0]);
+      if (tile) updateGpu(tile, gpu, host.users[gpu[0]] || "", host.up);
     });
-    Object.keys(out).forEach((k) => { out[k] = [...out[k]].sort().join(", "); });
-    return out;
+    if (!host.up) row.querySelectorAll(CELLS).forEach((el) => updateGpu(tiles.get(Number(el.id.slice(4))), null, "", false));
+    if (DENSE) countFree(row);
+    return true;
   }
 
-  function updateHost(host) {
-    const section = document.getElementById("host-" + host.id);
-    if (!section) return false;
-    section.classList.toggle("board-host-down", !host.up);
-    const users = host.up ? usersByGpu(host.processes) : {};
-    host.gpus.forEach((gpu) => {
-      const tile = tiles.get(gpu.device_id);
-      if (tile) updateGpu(tile, gpu, users[gpu.uuid] || "", host.up);
-    });
-    if (!host.up) section.querySelectorAll(".gpu-tile").forEach((el) => {
-      const tile = tiles.get(Number(el.id.slice(4)));
-      updateGpu(tile, {}, "", false);
-    });
-    return true;
+  function countFree(row) {
+    const cells = row.querySelectorAll(".dc");
+    const free = [...cells].filter((el) => el.dataset.free).length;
+    const text = free + "/" + cells.length;
+    const td = row.querySelector(".dh-free");
+    if (td.textContent !== text) td.textContent = text;
   }
 
   function onSnapshot(message) {
@@ -117,6 +148,7 @@
           tile.booking = booking.text;
           paint(tile, !tile.el.closest(".board-host-down"), tile.shown.users === "no processes" ? "" : tile.shown.users);
         });
+        if (DENSE) board.querySelectorAll(".board-host").forEach(countFree);
         summarise();
         applyFilter();
       })
@@ -133,7 +165,7 @@
     board.querySelectorAll(".board-host").forEach((section) => {
       let any = false;
       const hostMatch = !host || section.dataset.host === host;
-      section.querySelectorAll(".gpu-tile").forEach((el) => {
+      section.querySelectorAll(CELLS).forEach((el) => {
         const show = hostMatch && (!model || el.dataset.model === model) &&
           (!free || el.dataset.free === "1") && (!mine || el.dataset.mine === "1");
         if (el.hidden === show) el.hidden = !show;
@@ -141,6 +173,8 @@
       });
       const hide = !any && !(hostMatch && !model && !free && !mine);
       if (section.hidden !== hide) section.hidden = hide;
+      const detail = section.nextElementSibling;
+      if (detail && detail.classList.contains("dense-detail") && hide) closeDetail();
     });
     const filtered = host || model || free || mine;
     document.getElementById("filter-count").textContent = filtered ? shown + " shown" : "";
@@ -152,14 +186,84 @@
     filter.model.value = query.get("model") || "";
     filter.free.checked = query.get("free") === "1";
     filter.mine.checked = query.get("mine") === "1";
+    if (filter.sort) filter.sort.value = query.get("sort") || "";
+  }
+
+  // --- the dense board's order and detail row ---------------------------------------------
+  // A host's sort key: trouble (intruders, lost GPUs, down) first, most free, busiest.
+  const SORTS = {
+    trouble: (row) => -(row.querySelectorAll(".dc-intruder").length * 100 + row.querySelectorAll(".dc-lost").length * 10 +
+      (row.classList.contains("board-host-down") ? 1 : 0)),
+    free: (row) => -row.querySelectorAll(".dc[data-free]").length,
+    busy: (row) => -[...row.querySelectorAll(".dc")].reduce((sum, el) => sum + Number(el.style.getPropertyValue("--u") || 0), 0),
+  };
+
+  function sortHosts(initial) {
+    if (!DENSE || (initial && !filter.sort.value)) return; // rendered by name
+    closeDetail();
+    const key = SORTS[filter.sort.value];
+    const rows = [...board.tBodies[0].querySelectorAll(".board-host")];
+    const keyed = rows.map((row) => [key ? key(row) : 0, row.dataset.host, row]);
+    keyed.sort((a, b) => a[0] - b[0] || a[1].localeCompare(b[1]));
+    keyed.forEach(([, , row]) => board.tBodies[0].appendChild(row));
+  }
+
+  let open = null; // the cell whose detail row is open
+
+  function closeDetail() {
+    if (!open) return;
+    open.el.setAttribute("aria-expanded", "false");
+    open.detail.closest("tr").remove();
+    open.detail = null;
+    open = null;
+  }
+
+  function toggleDetail(el) {
+    const tile = tiles.get(Number(el.id.slice(4)));
+    const was = open;
+    closeDetail();
+    if (was === tile) { el.focus(); return; }
+    const row = el.closest("tr");
+    const tr = document.createElement("tr");
+    tr.className = "dense-detail";
+    const td = document.createElement("td");
+    td.colSpan = 4;
+    td.id = "detail-" + el.id;
+    const text = document.createElement("span");
+    text.textContent = el.getAttribute("aria-label");
+    const link = document.createElement("a");
+    link.href = row.querySelector("th a").href + "#gpu-" + el.dataset.index;
+    link.textContent = "host page";
+    td.append(text, " · ", link);
+    tr.appendChild(td);
+    row.after(tr);
+    el.setAttribute("aria-controls", td.id);
+    el.setAttribute("aria-expanded", "true");
+    tile.detail = text;
+    open = tile;
+  }
+
+  if (DENSE) {
+    board.querySelectorAll(".dc").forEach((el) => el.setAttribute("aria-expanded", "false"));
+    // A button: Enter, Space and a click all come here.
+    board.addEventListener("click", (event) => {
+      const el = event.target.closest(".dc");
+      if (el) toggleDetail(el);
+    });
+    board.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && open) { const el = open.el; closeDetail(); el.focus(); }
+    });
   }
 
   filter.addEventListener("change", () => {
     const query = new URLSearchParams();
-    ["host", "model"].forEach((name) => { if (filter[name].value) query.set(name, filter[name].value); });
+    ["host", "model", "sort"].forEach((name) => { if (filter[name] && filter[name].value) query.set(name, filter[name].value); });
+    const layout = new URLSearchParams(window.location.search).get("layout");
+    if (layout) query.set("layout", layout);
     ["free", "mine"].forEach((name) => { if (filter[name].checked) query.set(name, "1"); });
     const search = query.toString();
     window.history.replaceState(null, "", search ? "?" + search : window.location.pathname);
+    sortHosts();
     applyFilter();
   });
   filter.addEventListener("submit", (event) => event.preventDefault());
@@ -168,7 +272,7 @@
   function connect(delay) {
     const state = document.getElementById("live-state");
     const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
-    const socket = new WebSocket(scheme + window.location.host + WS_PATH);
+    const socket = new WebSocket(scheme + window.location.host + WS_PATH + "?" + WS_QUERY);
     socket.onopen = () => { state.textContent = "live"; state.className = "badge text-bg-success"; delay = 1000; };
     socket.onmessage = (event) => onSnapshot(JSON.parse(event.data));
     socket.onclose = (event) => {
@@ -180,6 +284,7 @@
   }
 
   readUrl();
+  sortHosts(true);
   applyFilter();
   connect(1000);
   setInterval(refreshStates, 60000);

@@ -6,6 +6,7 @@
   "use strict";
   const script = document.currentScript;
   const WS_PATH = script.dataset.wsPath;
+  const WS_QUERY = script.dataset.wsQuery || ""; // this page's host only (monitoring.consumers)
   const CHARTS = JSON.parse(document.getElementById("dashboard-charts").textContent);
   let layout = JSON.parse(document.getElementById("dashboard-layout").textContent);
   const KEEP = 300; // points per live chart
@@ -167,7 +168,7 @@
   function connect(delay) {
     const state = document.getElementById("live-state");
     const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
-    const socket = new WebSocket(scheme + window.location.host + WS_PATH);
+    const socket = new WebSocket(scheme + window.location.host + WS_PATH + "?" + WS_QUERY);
     socket.onopen = () => { state.textContent = "live"; delay = 1000; };
     socket.onmessage = (event) => onSnapshot(JSON.parse(event.data));
     socket.onclose = (event) => {
