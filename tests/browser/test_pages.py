@@ -110,7 +110,7 @@ def test_every_page_is_clean_at_this_width(asgi_live_server, demo_lab, page, wid
         url = asgi_live_server + path.format(**demo_lab)
         found += problems(check(page, url, errors), path)
         errors.clear()
-    assert found == []
+    assert found == [], "\n".join(found)
 
 
 @pytest.mark.parametrize("theme", THEMES)
@@ -127,7 +127,7 @@ def test_admin_and_anonymous_pages_are_clean_at_this_width(
     for path in ANONYMOUS_PAGES:
         found += problems(check(anonymous, asgi_live_server + path, errors), path)
     anonymous.context.close()
-    assert found == []
+    assert found == [], "\n".join(found)
 
 
 @pytest.mark.parametrize("theme", THEMES)
@@ -142,7 +142,7 @@ def test_a_job_and_its_log_are_clean_for_their_owner(
     for path in (f"/jobs/{job.pk}/", f"/jobs/tasks/{job.tasks.first().pk}/log/"):
         found += problems(check(page, asgi_live_server + path, errors), path)
         errors.clear()
-    assert found == []
+    assert found == [], "\n".join(found)
     assert page.inner_text("#status") == "running"  # read from the API's log answer
 
 
