@@ -8,7 +8,11 @@
 (function () {
   "use strict";
   const GRID_ROLES = ["table", "rowgroup", "row", "columnheader", "rowheader", "cell"];
-  const selector = GRID_ROLES.map((role) => `.ec [role="${role}"]`).join(", ");
+  // The table's own attributes go with its roles (a plain group may not carry them).
+  const GRID_ATTRIBUTES = ["aria-colindex", "aria-colspan", "aria-colcount",
+    "aria-rowindex", "aria-rowspan", "aria-rowcount"];
+  const selector = GRID_ROLES.map((role) => `.ec [role="${role}"]`)
+    .concat(GRID_ATTRIBUTES.map((name) => `.ec [${name}]`)).join(", ");
 
   function correct() {
     for (const widget of document.querySelectorAll(".ec")) {
@@ -17,11 +21,14 @@
         widget.setAttribute("aria-label", "Bookings calendar");
       }
     }
-    for (const part of document.querySelectorAll(selector)) part.removeAttribute("role");
+    for (const part of document.querySelectorAll(selector)) {
+      if (GRID_ROLES.includes(part.getAttribute("role"))) part.removeAttribute("role");
+      GRID_ATTRIBUTES.forEach((name) => part.removeAttribute(name));
+    }
   }
 
   correct();
   new MutationObserver(correct).observe(document.body, {
-    subtree: true, childList: true, attributes: true, attributeFilter: ["role"],
+    subtree: true, childList: true, attributes: true, attributeFilter: ["role", ...GRID_ATTRIBUTES],
   });
 })();

@@ -10,7 +10,17 @@ window.hiveChart = (function () {
   "use strict";
   const LIVE_SPAN = 600; // s: the shortest time a live chart spans
   const short = new Intl.NumberFormat("en-GB", { notation: "compact", maximumFractionDigits: 1 });
-  const CHAR = 7; // px per character of an axis label (12 px system font)
+  const CHAR = 8; // px per character of an axis label (12 px system font), with room
+  // The time axis in the site's one format ("Sat 28 Nov", "14:05"), 24-hour, never uPlot's
+  // US default ("4:30am 11/28/26"): uPlot's table of [tick step, label, then the label at a
+  // new year, month, day, hour, minute, second, mode].
+  const DAY_LABEL = "\n{WWW} {DD} {MMM}";
+  const TIME_LABELS = [
+    [86400, "{WWW} {DD} {MMM}", "\n{YYYY}", null, null, null, null, null, 1],
+    [3600, "{HH}:{mm}", DAY_LABEL, null, DAY_LABEL, null, null, null, 1],
+    [60, "{HH}:{mm}", DAY_LABEL, null, DAY_LABEL, null, null, null, 1],
+    [1, "{HH}:{mm}:{ss}", DAY_LABEL, null, DAY_LABEL, null, "\n{HH}:{mm}", null, 1],
+  ];
 
   function ink() {
     const style = getComputedStyle(document.body);
@@ -21,7 +31,7 @@ window.hiveChart = (function () {
   }
 
   const valueAxisSize = (u, values) =>
-    values ? 16 + CHAR * Math.max(1, ...values.map((v) => String(v).length)) : 40;
+    values ? 20 + CHAR * Math.max(1, ...values.map((v) => String(v).length)) : 40;
 
   /** [from, to] in epoch seconds: ``span`` when given, else the points' own span, widened
    * back from the last point to LIVE_SPAN. */
@@ -42,7 +52,7 @@ window.hiveChart = (function () {
       tzDate: window.hiveTime.wallDate, // the time axis in the reader's zone
       scales: { x: { time: true, range: (u) => timeRange(u.data[0], span) } },
       axes: [
-        axis,
+        Object.assign({}, axis, { values: TIME_LABELS }),
         Object.assign({}, axis, {
           size: valueAxisSize,
           values: (u, splits) => splits.map((v) => short.format(v)),
