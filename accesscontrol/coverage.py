@@ -17,6 +17,7 @@ from django.contrib.auth.models import Group
 from django.db.models import Prefetch, Q, prefetch_related_objects
 from django.utils import timezone
 
+from core.templatetags.hive_time import absolute
 from core.zones import site_zone
 from monitoring.models import Device, Host
 
@@ -288,8 +289,8 @@ def check_access(user, device: Device, start: datetime, end: datetime) -> Access
 
 
 def local_text(instant: datetime, zone: ZoneInfo | None = None) -> str:
-    """E.g. 'Sat 29 Mar 22:00', in the site zone."""
-    return instant.astimezone(zone or site_zone()).strftime("%a %d %b %H:%M")
+    """E.g. 'Sat 29 Mar 22:00', in the site zone: the site's one time format."""
+    return absolute(instant, zone or site_zone())
 
 
 def ban_sentence(user, ban: Ban) -> str:

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import PasswordResetForm
-from django.contrib.auth.views import LoginView, PasswordResetView
+from django.contrib.auth.views import LoginView, LogoutView, PasswordResetView
 from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -42,6 +42,18 @@ class LimitedPasswordResetForm(PasswordResetForm):
 
 password_reset = PasswordResetView.as_view(form_class=LimitedPasswordResetForm)
 sign_in = LoginView.as_view(authentication_form=SignInForm)
+
+
+class SignOutView(LogoutView):
+    """Django's sign-out, which then says so on the sign-in page it leads to."""
+
+    def post(self, request, *args, **kwargs):
+        response = super().post(request, *args, **kwargs)
+        messages.success(request, "You are signed out.")
+        return response
+
+
+sign_out = SignOutView.as_view()
 api_sign_in = LoginView.as_view(
     authentication_form=SignInForm, template_name="rest_framework/login.html"
 )

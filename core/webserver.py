@@ -30,6 +30,7 @@ so does the systemd unit).
 import json
 from dataclasses import dataclass
 from http import HTTPStatus
+from typing import Any
 
 from autobahn.websocket.compress import PerMessageDeflateOffer, PerMessageDeflateOfferAccept
 from daphne.cli import CommandLineInterface
@@ -247,11 +248,11 @@ class BoundedServer(Server):
         self.bounded_factory = BoundedHTTPFactory(self)
 
     @property
-    def ws_factory(self):
+    def ws_factory(self) -> Any:  # daphne's WebSocketFactory (daphne has no types)
         return self.deflating_factory
 
     @ws_factory.setter
-    def ws_factory(self, daphnes) -> None:
+    def ws_factory(self, daphnes: Any) -> None:
         # autobahn's WebSocketServerFactory option; daphne's later setProtocolOptions call
         # sets other options only.
         daphnes.setProtocolOptions(perMessageCompressionAccept=accept_deflate)

@@ -49,6 +49,7 @@ urlpatterns = [
     # Login forms that say when a name is locked after failed sign-ins (apitokens.signin).
     path("accounts/login/", apitokens.views.sign_in, name="login"),
     path("api-auth/login/", apitokens.views.api_sign_in),
+    path("accounts/logout/", apitokens.views.sign_out, name="logout"),
     # Reset mails limited per address and recipient (apitokens.views.password_reset).
     path("accounts/password_reset/", apitokens.views.password_reset, name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),

@@ -2,7 +2,7 @@
 accesscontrol.zones), "Thu 26 Nov 14:05", with a relative hint ("in 2 h", "5 min ago") where it
 helps, and durations in words ("2 h 5 min")."""
 
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, tzinfo
 from typing import Literal
 
 from django import template
@@ -15,10 +15,13 @@ DAY_FORMAT = "%a %d %b"
 FORMAT = f"{DAY_FORMAT} %H:%M"
 
 
-def absolute(moment: datetime) -> str:
-    local = timezone.localtime(moment)
+def absolute(moment: datetime, zone: tzinfo | None = None) -> str:
+    """The one time format of the site (js/time.js hiveTime.absolute writes the same):
+    "Thu 26 Nov 14:05", with the year after it when not this year, in ``zone`` (default:
+    the active one)."""
+    local = timezone.localtime(moment, zone)
     text = local.strftime(FORMAT)
-    return text if local.year == timezone.localtime().year else f"{text} {local.year}"
+    return text if local.year == timezone.localtime(None, zone).year else f"{text} {local.year}"
 
 
 def duration_text(delta: timedelta) -> str:

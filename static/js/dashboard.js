@@ -80,13 +80,8 @@
       const holder = el("div", null, "chart");
       holder.dataset.chart = chart;
       box.appendChild(holder);
-      plots[key] = new uPlot({
-        title: CHARTS[chart],
-        width: 360,
-        height: 160,
-        tzDate: window.hiveTime.wallDate, // the time axis in the reader's zone
-        series: [{}].concat(labels.map((l, i) => ({ label: l, stroke: COLOURS[i % COLOURS.length] }))),
-      }, data, holder);
+      const strokes = labels.map((l, i) => ({ label: l, stroke: COLOURS[i % COLOURS.length] }));
+      plots[key] = window.hiveChart.draw(holder, CHARTS[chart], strokes, data);
     });
   }
 

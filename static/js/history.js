@@ -18,7 +18,7 @@
   const box = document.getElementById("history-chart");
   let plots = [];
 
-  function draw(body) {
+  function draw(body, span) {
     plots.forEach((p) => p.destroy());
     plots = [];
     box.textContent = "";
@@ -31,11 +31,7 @@
       holder.dataset.field = field;
       box.appendChild(holder);
       const values = body.samples.map((s) => s[field]);
-      plots.push(new uPlot({
-        title: title, width: 360, height: 160,
-        tzDate: window.hiveTime.wallDate, // the time axis in the reader's zone
-        series: [{}, { label: title, stroke: colour }],
-      }, [times, values], holder));
+      plots.push(window.hiveChart.draw(holder, title, [{ label: title, stroke: colour }], [times, values], span));
     });
   }
 
@@ -43,9 +39,10 @@
     const device = deviceSelect.value;
     if (!device) { message.textContent = "No GPU known yet."; return; }
     const hours = Number(rangeSelect.value);
-    const since = new Date(Date.now() - hours * 3600 * 1000).toISOString();
+    const now = Date.now() / 1000, from = now - hours * 3600;
+    const since = new Date(from * 1000).toISOString();
     hiveApi.get(`devices/${device}/history/`, { since })
-      .then(draw)
+      .then((body) => draw(body, [from, now])) // the axis spans the range, from the first point
       .catch(() => { message.textContent = "Could not load the history."; });
   }
 

@@ -44,10 +44,39 @@
     for (const group of picker.querySelectorAll(".gpu-pick-host")) {
       const shown = !host.value || group.dataset.host === host.value;
       group.hidden = !shown;
+      if (shown && host.value) group.open = true;
       if (!shown) group.querySelectorAll("input").forEach((box) => { box.checked = false; });
     }
   }
   host.addEventListener("change", () => { if (chosen("where") === "devices") showHostGpus(); });
+
+  // The filter box: only the GPUs whose host, model, state or users match every word typed;
+  // hosts with a match open, the others hide. And how many GPUs are chosen, wherever they are.
+  const filter = document.getElementById("gpu-filter");
+  const picked = document.getElementById("gpu-picked");
+  function applyFilter() {
+    const words = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
+    for (const group of picker.querySelectorAll(".gpu-pick-host")) {
+      const hostName = group.querySelector("summary").textContent.toLowerCase();
+      let matches = 0;
+      for (const tile of group.querySelectorAll(".gpu-pick")) {
+        const text = hostName + " " + tile.textContent.toLowerCase();
+        tile.hidden = !words.every((word) => text.includes(word));
+        if (!tile.hidden) matches += 1;
+      }
+      group.classList.toggle("d-none", words.length > 0 && matches === 0);
+      if (words.length && matches) group.open = true;
+    }
+  }
+  function countPicked() {
+    const count = picker.querySelectorAll('input[name="devices"]:checked').length;
+    picked.textContent = count ? `${count} GPU${count === 1 ? "" : "s"} chosen` : "No GPU chosen yet";
+  }
+  if (filter) {
+    filter.addEventListener("input", applyFilter);
+    picker.addEventListener("change", countPicked);
+    countPicked();
+  }
   // Ticking a GPU before choosing a host chooses its host (a task runs on one host).
   picker.addEventListener("change", (event) => {
     const group = event.target.closest(".gpu-pick-host");

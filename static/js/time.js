@@ -12,9 +12,10 @@ window.hiveTime = (function () {
     timeZone: zone, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit",
     hour: "2-digit", minute: "2-digit", second: "2-digit",
   });
-  // As the server writes times (core/templatetags/hive_time.py): "Thu 26 Nov 14:05".
+  // As the server writes times (core/templatetags/hive_time.py): "Thu 26 Nov 14:05", and
+  // "Thu 26 Nov 14:05 2027" when not in this year (of the user's zone).
   const readable = new Intl.DateTimeFormat("en-GB", {
-    timeZone: zone, weekday: "short", day: "2-digit", month: "short",
+    timeZone: zone, weekday: "short", day: "2-digit", month: "short", year: "numeric",
     hour: "2-digit", minute: "2-digit", hourCycle: "h23",
   });
 
@@ -64,7 +65,8 @@ window.hiveTime = (function () {
 
   function absolute(iso) {
     const p = parts(readable, iso);
-    return `${p.weekday} ${p.day} ${p.month} ${p.hour}:${p.minute}`;
+    const text = `${p.weekday} ${p.day} ${p.month} ${p.hour}:${p.minute}`;
+    return p.year === today().slice(0, 4) ? text : `${text} ${p.year}`;
   }
 
   function duration(minutes) {

@@ -31,7 +31,8 @@ def test_it_denies_by_default(warsaw, owner, gpu):
     assert not decision.allowed
     assert decision.uncovered == [(utc(2025, 6, 2, 8), utc(2025, 6, 2, 9))]
     assert decision.reason == (
-        "owner is not allowed on node-1:0 from Mon 02 Jun 10:00 to Mon 02 Jun 11:00 (Europe/Warsaw)"
+        "owner is not allowed on node-1:0 from Mon 02 Jun 10:00 2025"
+        " to Mon 02 Jun 11:00 2025 (Europe/Warsaw)"
     )
 
 
@@ -51,7 +52,10 @@ def test_it_names_the_uncovered_part_of_an_overnight_request(warsaw, owner, gpu)
         (utc(2025, 6, 13, 18), utc(2025, 6, 13, 20)),
         (utc(2025, 6, 14, 4), utc(2025, 6, 14, 6)),
     ]
-    assert "from Fri 13 Jun 20:00 to Fri 13 Jun 22:00, from Sat 14 Jun 06:00" in decision.reason
+    assert (
+        "from Fri 13 Jun 20:00 2025 to Fri 13 Jun 22:00 2025, from Sat 14 Jun 06:00 2025"
+        in decision.reason
+    )
     assert check_access(owner, gpu, utc(2025, 6, 13, 20), utc(2025, 6, 14, 4)).allowed
 
 
@@ -120,7 +124,9 @@ def test_it_refuses_a_banned_user_with_the_reason_at_once(warsaw, owner, gpu):
     ban_user(owner, "ran jobs on reserved GPUs", until=utc(2031, 1, 1, 12))
     decision = check_access(owner, gpu, *span)
     assert not decision.allowed and decision.uncovered == [span]
-    assert decision.reason == ("owner is banned until Wed 01 Jan 13:00: ran jobs on reserved GPUs")
+    assert decision.reason == (
+        "owner is banned until Wed 01 Jan 13:00 2031: ran jobs on reserved GPUs"
+    )
     assert covered_intervals(owner, gpu, *span) == []
 
 
@@ -161,6 +167,6 @@ def test_it_refuses_the_part_a_scheduled_ban_covers(warsaw, owner, gpu):
     decision = check_access(owner, gpu, *span)
     assert decision.uncovered == [(utc(2030, 6, 2, 10), utc(2030, 6, 2, 12))]
     assert decision.reason == (
-        "owner is banned from Sun 02 Jun 12:00 until Sun 02 Jun 14:00: cluster-wide audit"
+        "owner is banned from Sun 02 Jun 12:00 2030 until Sun 02 Jun 14:00 2030: cluster-wide audit"
     )
     assert check_access(owner, gpu, utc(2030, 6, 2, 12), utc(2030, 6, 3)).allowed

@@ -51,6 +51,11 @@ def tile(page, gpu):
     return page.locator(f'.gpu-pick[data-gpu="{gpu.pk}"]')
 
 
+def unfold(page, host):
+    """Open a host's fold of the picker: each starts closed unless a GPU there is chosen."""
+    page.click(f'.gpu-pick-host[data-host="{host.pk}"] summary')
+
+
 def field_errors(page, field_id):
     """The errors shown in the block of one field (under it)."""
     return page.locator(f".mb-3:has(#{field_id}) .error").all_inner_texts()
@@ -80,6 +85,7 @@ def test_the_picked_gpus_flow_from_empty_form_to_its_tasks(login, live_server, o
     page = login("owner", "pw-owner-1")
     page.goto(f"{live_server.url}/jobs/new/")
     page.get_by_label("GPUs I pick on the list", exact=True).check()
+    unfold(page, host)
     tile(page, free).click()  # ticking a GPU first chooses its host
     assert page.input_value("#id_host") == str(host.pk)
     assert tile(page, free).locator("input").is_checked() and tile(page, taken).is_visible()
@@ -116,6 +122,7 @@ def test_the_picker_follows_a_new_booking_without_a_reload(
     page = login("owner", "pw-owner-1")
     page.goto(f"{live_server.url}/jobs/new/")
     page.get_by_label("GPUs I pick on the list", exact=True).check()
+    unfold(page, host)
     # The snapshot shows a process on it, so it reads busy until booked.
     assert tile(page, free).locator(".gt-state").inner_text() == "in use, not booked"
     end = timezone.now() + timedelta(hours=1)
@@ -133,6 +140,7 @@ def test_from_empty_form_to_a_running_task(login, live_server, runner, real_node
     page.goto(f"{live_server.url}/jobs/new/")
     page.fill("#id_template", "echo {word} on $CUDA_VISIBLE_DEVICES")
     page.get_by_label("GPUs I pick on the list", exact=True).check()
+    unfold(page, node2)
     assert tile(page, gpu).locator(".gt-usable").inner_text() == "✓ you can start here now"
     tile(page, gpu).click()
     page.fill("#id_values", "word: hello, world")
@@ -185,3 +193,24 @@ def test_from_empty_form_to_a_queued_run(login, live_server, runner, real_nodes)
     assert "from the form: finished" in page.inner_text("body")
     task = Task.objects.get(job__name="from the form")
     assert (task.status, task.exit_code) == (Task.Status.EXITED, 0)
+
+
+def test_the_gpu_picker_filters_folded_hosts_and_counts_the_chosen(login, live_server, owner, lab):
+    """A lab's hundreds of GPUs: hosts folded, a filter box, and how many are chosen."""
+    host, free, taken = lab
+    page = login("owner", "pw-owner-1")
+    page.goto(f"{live_server.url}/jobs/new/")
+    page.get_by_label("GPUs I pick on the list", exact=True).check()
+    assert tile(page, free).is_hidden() and tile(page, taken).is_hidden()
+    assert page.inner_text("#gpu-picked") == "No GPU chosen yet"
+
+    page.fill("#gpu-filter", "reserved t4")  # every word must match
+    assert tile(page, taken).is_visible() and tile(page, free).is_hidden()
+    tile(page, taken).click()
+    assert page.inner_text("#gpu-picked") == "1 GPU chosen"
+    page.fill("#gpu-filter", "no such gpu")
+    assert page.locator(".gpu-pick-host:visible").count() == 0
+    page.fill("#gpu-filter", "")
+    assert tile(page, free).is_visible()  # the host stays open once opened
+    tile(page, free).click()
+    assert page.inner_text("#gpu-picked") == "2 GPUs chosen"
