@@ -11,6 +11,7 @@ MENU = (
     ("see", "Who booked what", "reservations-overview", "user"),
     ("see", "Protection", "protection-violations", "user"),
     ("see", "GPU-hours and energy", "usage", "user"),
+    ("book", "Timeline", "reservations-timeline", "user"),
     ("book", "Calendar", "reservations-calendar", "user"),
     ("book", "My reservations", "reservations-mine", "user"),
     ("book", "My access", "access-week", "user"),

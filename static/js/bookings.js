@@ -38,17 +38,43 @@ window.hiveBookings = function (callbacks) {
   });
   bookDialog.addEventListener("close", closed);
 
+  // What an action did, said where the server's messages stand (templates/_messages.html),
+  // and the page's own lists of bookings (marked data-refresh) read again from the server.
+  const status = document.getElementById("booking-status");
+  function say(text) {
+    status.textContent = text;
+    status.hidden = false;
+  }
+  async function refreshLists() {
+    const marked = [...document.querySelectorAll("[data-refresh][id]")];
+    if (!marked.length) return;
+    const page = await fetch(location.href, { credentials: "same-origin" });
+    if (!page.ok) return;
+    const fresh = new DOMParser().parseFromString(await page.text(), "text/html");
+    marked.forEach((old) => {
+      const now = fresh.getElementById(old.id);
+      if (now) old.replaceChildren(...now.childNodes);
+    });
+  }
+  function after(text) {
+    say(text);
+    changed();
+    refreshLists();
+  }
+  const count = (n) => (n === 1 ? "1 GPU" : `${n} GPUs`);
+
   bookForm.addEventListener("submit", async (e) => {
     e.preventDefault();
     const devices = [...bookForm.querySelectorAll("input[name=devices]:checked")].map((i) => Number(i.value));
     try {
-      await hiveApi.post("reservations/", {
+      const made = await hiveApi.post("reservations/", {
         title: bookForm.title.value, description: bookForm.description.value, devices,
         start: at(bookForm.start.value), end: at(bookForm.end.value),
       });
       bookDialog.close();
       bookForm.reset();
-      changed();
+      const waiting = made.status === "pending" ? ", awaiting an admin's approval" : "";
+      after(`Booked '${made.title}': ${count(devices.length)}, ${hiveTime.absolute(made.start)} – ${hiveTime.absolute(made.end)}${waiting}.`);
     } catch (error) {
       bookError.textContent = error.message;
     }
@@ -115,12 +141,14 @@ window.hiveBookings = function (callbacks) {
         if (detailForm.start.value !== wallInput(shown.start)) changes.start = at(detailForm.start.value);
         if (detailForm.end.value !== wallInput(shown.end)) changes.end = at(detailForm.end.value);
         await hiveApi.patch(`reservations/${shown.id}/`, changes);
+        detailDialog.close();
+        after(`Saved '${detailForm.title.value}'.`);
       } else {
-        if (!confirm("Cancel '" + shown.title + "'?")) return;
+        if (!window.confirm("Cancel '" + shown.title + "'?")) return;
         await hiveApi.delete(`reservations/${shown.id}/`);
+        detailDialog.close();
+        after(`Cancelled '${shown.title}'.`);
       }
-      detailDialog.close();
-      changed();
     } catch (error) {
       detailError.textContent = error.message;
     }

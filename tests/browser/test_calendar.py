@@ -106,6 +106,7 @@ def test_the_owner_cancels_from_the_details(login, lab, live_server, owner):
     details.locator("#detail-cancel").click()
     details.wait_for(state="hidden")
     page.locator(".ec-event.booking.cancelled", has_text="to cancel").first.wait_for()
+    assert page.locator("#booking-status").inner_text() == "Cancelled 'to cancel'."
     reservation.refresh_from_db()
     assert reservation.status == Reservation.Status.CANCELLED
 
@@ -177,5 +178,9 @@ def test_booking_with_the_keyboard_form(login, lab, live_server):
     reservation = Reservation.objects.get()
     assert reservation.title == "two for tomorrow" and reservation.devices.count() == 2
     assert (reservation.start, reservation.end) == (at(9), at(17))
-    page.reload()
-    assert "two for tomorrow" in page.locator("#my-upcoming").inner_text()
+    # The page says what it did and its list of upcoming bookings follows, without a reload.
+    status = page.locator("#booking-status")
+    status.wait_for(state="visible")
+    assert "Booked 'two for tomorrow': 2 GPUs" in status.inner_text()
+    upcoming = page.locator("#my-upcoming", has_text="two for tomorrow")
+    upcoming.wait_for()

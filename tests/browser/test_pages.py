@@ -21,6 +21,7 @@ PAGES = [
     "/",
     "/hosts/demo-001/",
     "/reservations/calendar/",
+    "/reservations/timeline/",
     "/reservations/overview/",
     "/reservations/mine/",
     "/access/week/",
