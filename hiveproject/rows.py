@@ -20,6 +20,8 @@ A field that cannot be read from columns (a ``SerializerMethodField``) is refuse
 writer is made, so a serializer changed that way fails at import, not in an answer.
 """
 
+from operator import itemgetter
+
 from django.db.models import QuerySet
 from django.utils import timezone
 from rest_framework import serializers
@@ -63,37 +65,37 @@ class ValuesRows:
         rows = list(queryset.prefetch_related(None).values_list(*keys))
         if not rows:
             return []
-        plan = []  # per field: (name, column's position, writer, related ids or None)
-        for name, write in self._writers().items():
-            if name in self.related:
-                plan.append((name, 0, None, self._related_ids(self.related[name], queryset)))
-            else:
-                plan.append((name, keys.index(self.columns[name]), write, None))
+        writers = self._writers()
+        # Each answer is picked, in the serializer's field order, from its row extended by
+        # the values written for it and its related ids: one C call per row, not one per field.
+        written = [(keys.index(self.columns[name]), writers[name]) for name in writers]
+        related = [self._related_ids(source, queryset) for source in self.related.values()]
+        extended = {name: len(keys) + i for i, name in enumerate([*writers, *self.related])}
+        positions = [
+            extended[name] if name in extended else keys.index(self.columns[name])
+            for name in self.fields
+        ]
+        pick = itemgetter(*positions) if len(positions) > 1 else lambda row: (row[positions[0]],)
         answer = []
         for row in rows:
-            item = {}
-            for name, position, write, related in plan:
-                if related is not None:
-                    item[name] = related.get(row[0], [])
-                else:
-                    value = row[position]
-                    item[name] = value if write is None or value is None else write(value)
-            answer.append(item)
+            extra = [None if row[at] is None else write(row[at]) for at, write in written]
+            extra += [ids.get(row[0]) or [] for ids in related]
+            answer.append(dict(zip(self.fields, pick(row + tuple(extra)), strict=True)))
         return answer
 
     def _writers(self) -> dict:
-        """Per field, what writes its value (None: the value as read)."""
+        """The fields whose values are written (the others are answered as read), each with
+        what writes them. Within one answer a value is written once: a page of bookings
+        holds the same few hours many times."""
         zone = timezone.get_current_timezone()
         writers = {}
         for name, field in self.fields.items():
             if name in self.related:
-                writers[name] = None
-            elif type(field) is serializers.DateTimeField:
-                writers[name] = _time_field(field, zone).to_representation
-            elif isinstance(field, serializers.SlugRelatedField) or type(field) in AS_READ:
-                writers[name] = None
-            else:
-                writers[name] = field.to_representation
+                continue
+            if type(field) is serializers.DateTimeField:
+                writers[name] = _once_each(_time_field(field, zone).to_representation)
+            elif not (isinstance(field, serializers.SlugRelatedField) or type(field) in AS_READ):
+                writers[name] = _once_each(field.to_representation)
         return writers
 
     def _related_ids(self, source: str, queryset: QuerySet) -> dict:
@@ -109,6 +111,22 @@ class ValuesRows:
         for owner, pk in related.values_list(back, "pk"):
             ids.setdefault(owner, []).append(pk)
         return ids
+
+
+def _once_each(write):
+    """``write``, called once for each distinct value (the same value, the same text)."""
+    written = {}
+
+    def write_once(value):
+        try:
+            return written[value]
+        except KeyError:
+            text = written[value] = write(value)
+            return text
+        except TypeError:  # not hashable (a list, a dict): written each time
+            return write(value)
+
+    return write_once
 
 
 def _time_field(field: serializers.DateTimeField, zone) -> serializers.DateTimeField:
