@@ -16,7 +16,13 @@ def main():
             "available on your PYTHONPATH environment variable? Did you "
             "forget to activate a virtual environment?"
         ) from exc
-    execute_from_command_line(sys.argv)
+    from core.env import BadEnvironment
+
+    try:
+        execute_from_command_line(sys.argv)
+    except BadEnvironment as bad:
+        # The message names every bad variable; a traceback would only bury it.
+        sys.exit(str(bad))
 
 
 if __name__ == "__main__":

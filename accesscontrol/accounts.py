@@ -16,6 +16,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import Q
 
+from monitoring import localaccounts
 from monitoring.models import Host
 
 from . import changes
@@ -48,6 +49,20 @@ def refusal(name: str) -> str:
     return ""
 
 
+def uid_refusal(name: str, uid: int) -> str:
+    """Why the account ``name`` with UID ``uid`` may not run jobs ("" if the UID allows it)."""
+    if uid < settings.RUN_AS_MIN_UID:
+        return f"{name} has UID {uid}, a system account (below {settings.RUN_AS_MIN_UID})"
+    return ""
+
+
+def directory_refusal(name: str, uid: int | None) -> str:
+    """Why a directory's or sign-in provider's UNIX name may not become a user's account on
+    every host ("" if nothing refuses it): the rules above, and the UID when it says one.
+    No allowance lifts it here: an admin who means it maps the account by hand."""
+    return refusal(name) or (uid_refusal(name, uid) if uid is not None else "")
+
+
 def account_taken(host: Host, name: str) -> bool:
     """Someone here already runs as ``name`` on ``host`` (per host, or as their usual name)."""
     if HostAccount.objects.filter(host=host, unix_username=name).exists():
@@ -76,6 +91,17 @@ def check_run_as(user, host: Host) -> RunAs:
     if isinstance(found, RunAs):
         return found
     raise ValidationError(found)
+
+
+def account_for(user, host: Host) -> RunAs:
+    """The account ``user``'s tasks run as on ``host``, with the lowest UID the host must find
+    it has; ValidationError saying why none can: none mapped, one refused by name
+    (``check_run_as``), or, on the service's own machine, one that does not exist there (the
+    UID floor of an SSH host is checked there, at the task's start)."""
+    account = check_run_as(user, host)
+    if host.is_local and (why := localaccounts.problem(host.name, account.name)):
+        raise ValidationError(why)
+    return account
 
 
 def _run_as_or_why_not(user, host: Host) -> RunAs | str:

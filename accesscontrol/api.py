@@ -17,12 +17,13 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import DjangoModelPermissions, IsAuthenticated
 from rest_framework.response import Response
 
-from hiveproject.api_errors import Conflict
-from hiveproject.ids import IdField
+from core.api_errors import Conflict
+from core.ids import IdField
+from core.zones import site_zone
 from monitoring.models import Device
 
 from .coverage import active_ban, coverage_map
-from .models import Grant, Profile, Window, site_zone
+from .models import Grant, Profile, Window
 from .permissions import RestrictedViewSetMixin, may_inspect_others, permission_name, restrict
 
 MAX_RANGE = timedelta(days=366)
@@ -174,7 +175,7 @@ class AccessQuery(serializers.Serializer):
 
     start = serializers.CharField(required=False)
     end = serializers.CharField(required=False)
-    device = IdField(queryset=Device.objects.all(), required=False)
+    device = serializers.CharField(required=False)
     user = IdField(queryset=get_user_model().objects.all(), required=False)
     group = IdField(queryset=Group.objects.all(), required=False)
 
@@ -188,6 +189,10 @@ class AccessQuery(serializers.Serializer):
         if attrs.get("user") and attrs.get("group"):
             raise serializers.ValidationError({"group": "Give a user or a group, not both."})
         return attrs
+
+    def validate_device(self, text: str) -> list[Device]:
+        """GPU ids, comma-separated, as a list of ids is checked everywhere (IdList)."""
+        return IdField(many=True, queryset=Device.objects.all()).to_internal_value(text.split(","))
 
 
 class IntervalSerializer(serializers.Serializer):
@@ -222,7 +227,7 @@ class AccessAnswerSerializer(serializers.Serializer):
 ACCESS_PARAMETERS = [
     OpenApiParameter("start", OpenApiTypes.DATETIME, required=True, description="With offset."),
     OpenApiParameter("end", OpenApiTypes.DATETIME, required=True, description="Within 366 days."),
-    OpenApiParameter("device", int, description="Only this GPU."),
+    OpenApiParameter("device", str, description="Only these GPUs: ids, comma-separated (`3,4`)."),
     OpenApiParameter("user", int, description="Ask about this user (admins, host admins)."),
     OpenApiParameter("group", int, description="Ask about this group (admins, host admins)."),
 ]
@@ -233,7 +238,7 @@ def _interval(start: datetime, end: datetime, zone) -> dict:
 
 
 class AccessViewSet(viewsets.GenericViewSet):
-    """GET /api/access/?start=...&end=[&device=id][&user=id|&group=id]: covered intervals.
+    """GET /api/access/?start=...&end=[&device=id,...][&user=id|&group=id]: covered intervals.
 
     Without ``user``/``group`` it answers for the caller; operators and host admins may ask
     about others (host admins see only their hosts' GPUs then).
@@ -257,9 +262,12 @@ class AccessViewSet(viewsets.GenericViewSet):
         coverage = coverage_map(principal, params["start"], params["end"], devices)
         return Response(self._answer(principal, params, coverage))
 
-    def _devices(self, device, inspecting_other):
+    def _devices(self, chosen, inspecting_other):
         devices = Device.objects.select_related("host")
-        devices = devices.filter(pk=device.pk) if device else devices.filter(status="present")
+        if chosen:
+            devices = devices.filter(pk__in=[device.pk for device in chosen])
+        else:
+            devices = devices.filter(status="present")
         if inspecting_other and not self.request.user.has_perm(permission_name(Grant, "view")):
             devices = restrict(devices, self.request.user, "change")
         return list(devices)

@@ -9,6 +9,7 @@ class AccesscontrolConfig(AppConfig):
 
     def ready(self):
         from . import (
+            audited,  # noqa: F401  (connects the audit log's receivers of grants and bans)
             checks,  # noqa: F401  (registers what an upgrade left for the admin)
             firstadmin,  # noqa: F401  (removes the first admin's password file at sign-in)
             receivers,  # noqa: F401  (connects the signal receivers)

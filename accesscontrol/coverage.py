@@ -17,11 +17,12 @@ from django.contrib.auth.models import Group
 from django.db.models import Prefetch, Q, prefetch_related_objects
 from django.utils import timezone
 
+from core.zones import site_zone
 from monitoring.models import Device, Host
 
 from . import changes
 from .intervals import clip, gaps, merge
-from .models import Ban, Grant, site_zone
+from .models import Ban, Grant
 
 ONE_DAY = timedelta(days=1)
 ONE_MINUTE = timedelta(minutes=1)  # what starting work asks of the grants: the next minute

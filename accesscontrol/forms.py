@@ -6,10 +6,11 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.models import Group
 
-from apitokens.limits import Limit, wait_text
+from core.clients import Limit, wait_text
+from core.zones import check_calendar_year
 from monitoring.models import username_validator
 
-from .models import Profile, check_calendar_year
+from .models import Profile
 from .signup import SignupRefused, check_claim, check_uid, prove_unix_account, signup_hosts
 
 
@@ -42,7 +43,7 @@ class SignupForm(UserCreationForm):
     def __init__(self, *args, code: str, address: str, **kwargs):
         super().__init__(*args, **kwargs)
         self.code = code  # the one-time code this visitor was shown
-        self.address = address  # who asks (apitokens.limits.client_address)
+        self.address = address  # who asks (core.clients.client_address)
         self.uid = None
         self.fields["host"].queryset = signup_hosts()
         self.fields["username"].validators.append(username_validator)

@@ -6,11 +6,23 @@ A "normal" list is sorted, has no empty intervals, and no two intervals overlap 
 """
 
 from collections.abc import Iterable
+from typing import Any, Protocol, TypeVar
 
 
-def merge(intervals: Iterable[tuple]) -> list[tuple]:
+class Ordered(Protocol):
+    """What an interval's ends must be: values that compare (datetimes, numbers)."""
+
+    def __lt__(self, other: Any, /) -> bool: ...
+    def __gt__(self, other: Any, /) -> bool: ...
+    def __le__(self, other: Any, /) -> bool: ...
+
+
+T = TypeVar("T", bound=Ordered)
+
+
+def merge(intervals: Iterable[tuple[T, T]]) -> list[tuple[T, T]]:
     """Normal form of any intervals: sort by start, join those that overlap or touch."""
-    merged: list[tuple] = []
+    merged: list[tuple[T, T]] = []
     for start, end in sorted(i for i in intervals if i[0] < i[1]):
         if merged and start <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(merged[-1][1], end))
@@ -19,19 +31,20 @@ def merge(intervals: Iterable[tuple]) -> list[tuple]:
     return merged
 
 
-def clip(intervals: list[tuple], start, end) -> list[tuple]:
+def clip(intervals: list[tuple[T, T]], start: T, end: T) -> list[tuple[T, T]]:
     """The parts of normal ``intervals`` inside [start, end)."""
     return [(max(s, start), min(e, end)) for s, e in intervals if s < end and e > start]
 
 
-def intersect(a: list[tuple], b: list[tuple]) -> list[tuple]:
+def intersect(a: list[tuple[T, T]], b: list[tuple[T, T]]) -> list[tuple[T, T]]:
     """Intersection of two normal lists (each piece of ``a`` clipped by ``b``)."""
     return merge(piece for s, e in a for piece in clip(b, s, e))
 
 
-def gaps(covered: list[tuple], start, end) -> list[tuple]:
+def gaps(covered: list[tuple[T, T]], start: T, end: T) -> list[tuple[T, T]]:
     """The parts of [start, end) that normal ``covered`` leaves out."""
-    result, cursor = [], start
+    result: list[tuple[T, T]] = []
+    cursor = start
     for s, e in clip(covered, start, end):
         if s > cursor:
             result.append((cursor, s))

@@ -4,9 +4,6 @@ Access is denied unless a grant covers it (as in TensorHive). Times of day in wi
 wall-clock times in ``settings.SITE_TIME_ZONE``; see ``accesscontrol.coverage``.
 """
 
-from datetime import date
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
@@ -14,6 +11,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from core.zones import site_today, validate_time_zone
 from monitoring.models import Device, Host, username_validator
 
 WEEKDAY_NAMES = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
@@ -23,35 +21,6 @@ def validate_weekdays(value: str) -> None:
     """A weekday set is stored as the digits 0 (Monday) .. 6 (Sunday), each at most once."""
     if not value or any(c not in "0123456" for c in value) or len(set(value)) != len(value):
         raise ValidationError("Choose at least one weekday (digits 0=Mon .. 6=Sun, no repeats).")
-
-
-def validate_time_zone(value: str) -> None:
-    try:
-        ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError, OSError):
-        raise ValidationError(f"{value!r} is not a known time zone (e.g. Europe/Warsaw).") from None
-
-
-def site_zone() -> ZoneInfo:
-    """The zone weekly windows and grant dates are read in (read per call: tests change it)."""
-    return ZoneInfo(settings.SITE_TIME_ZONE)
-
-
-def site_today() -> date:
-    return timezone.localdate(timezone=site_zone())
-
-
-# Dates people may ask the calendars about: far from datetime's limits (years 1 and 9999),
-# so moving a time into another zone or a few weeks on cannot overflow into a 500.
-CALENDAR_YEARS = range(1900, 9001)
-
-
-def check_calendar_year(value: date, field: str | None = None) -> None:
-    """A validator (of a form field), or with ``field`` an error naming that field."""
-    if value.year not in CALENDAR_YEARS:
-        first, last = CALENDAR_YEARS[0], CALENDAR_YEARS[-1]
-        message = f"Give a date between the years {first} and {last}."
-        raise ValidationError({field: message} if field else message)
 
 
 class Grant(models.Model):
@@ -224,7 +193,7 @@ class HostAccount(models.Model):
 class RunAsAllowance(models.Model):
     """An admin's explicit leave to run jobs as an account the rules refuse (root, a system
     account below RUN_AS_MIN_UID, a host's monitoring account, the service's own account).
-    Created and deleted entries are audited (``audit.receivers``)."""
+    Created and deleted entries are audited (``accesscontrol.audited``)."""
 
     unix_username = models.CharField(max_length=64, validators=[username_validator])
     host = models.ForeignKey(

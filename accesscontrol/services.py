@@ -3,7 +3,8 @@
 from datetime import date, datetime
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import Group, User
 from django.db import transaction
 from guardian.conf import settings as guardian_settings
 from guardian.shortcuts import assign_perm, remove_perm
@@ -18,12 +19,18 @@ DEFAULT_GRANT_NAME = "everyone may use everything"
 HOST_ADMIN_PERMS = ("monitoring.view_host", "monitoring.change_host")
 
 
-def is_service_account(user) -> bool:
+def is_service_account(user: AbstractBaseUser) -> bool:
     """django-guardian's stand-in for anonymous visitors: never a member, never granted."""
-    return user.get_username() == guardian_settings.ANONYMOUS_USER_NAME
+    return is_service_account_name(user.get_username())
 
 
-def profile_for(user) -> Profile:
+def is_service_account_name(username: str) -> bool:
+    """``username`` names that stand-in (a directory or provider must never sign in as it)."""
+    anonymous: str = guardian_settings.ANONYMOUS_USER_NAME
+    return username.casefold() == anonymous.casefold()
+
+
+def profile_for(user: User) -> Profile:
     """The user's profile, created on first need (users made before this app have none).
 
     A new profile names no UNIX account: the web user name is not one (an admin who creates
@@ -54,13 +61,13 @@ def ensure_default_group() -> Group:
 
 
 @transaction.atomic
-def ban_user(user, reason: str, until: datetime | None = None, by=None) -> Ban:
+def ban_user(user: User, reason: str, until: datetime | None = None, by: User | None = None) -> Ban:
     """Ban ``user`` from now on; takes effect at the next access check (accesscontrol.changes)."""
     return Ban.objects.create(user=user, reason=reason, until=until, created_by=by)
 
 
 @transaction.atomic
-def lift_bans(user) -> int:
+def lift_bans(user: User) -> int:
     """Lift every ban of ``user`` (deleting them announces the change)."""
     bans = list(Ban.objects.filter(user=user))
     for ban in bans:
@@ -69,7 +76,7 @@ def lift_bans(user) -> int:
 
 
 @transaction.atomic
-def make_host_admin(user, host: Host) -> None:
+def make_host_admin(user: User, host: Host) -> None:
     """Let a non-superuser view and manage one host (in the admin too, hence is_staff)."""
     for perm in HOST_ADMIN_PERMS:
         assign_perm(perm, user, host)
@@ -79,6 +86,6 @@ def make_host_admin(user, host: Host) -> None:
 
 
 @transaction.atomic
-def remove_host_admin(user, host: Host) -> None:
+def remove_host_admin(user: User, host: Host) -> None:
     for perm in HOST_ADMIN_PERMS:
         remove_perm(perm, user, host)

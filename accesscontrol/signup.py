@@ -22,12 +22,13 @@ import secrets
 
 from django.conf import settings
 
-from monitoring import workers
+from core import workers
+from monitoring import hostscripts
 from monitoring.connections import ssh_target
 from monitoring.models import Host
 from monitoring.transport import SSHTransport, TransportError
 
-from .accounts import account_taken, refusal
+from .accounts import account_taken, refusal, uid_refusal
 
 
 class SignupRefused(Exception):
@@ -44,6 +45,8 @@ def signup_hosts():
 
 
 PROOF_FILE = ".gpuhive-signup"  # in the account's home, where its ssh sessions start
+# One round trip: who we are (name, UID), then the file, read once.
+PROOF_SCRIPT = hostscripts.load("accesscontrol", "signup-proof.sh")
 
 
 def new_code() -> str:
@@ -61,11 +64,9 @@ def check_claim(host: Host, username: str) -> None:
 
 def check_uid(host: Host, username: str, uid: int) -> None:
     """System accounts (below RUN_AS_MIN_UID) are refused once the host has told the UID."""
-    if uid < settings.RUN_AS_MIN_UID:
-        raise SignupRefused(
-            f"{username} on {host} has UID {uid}, a system account (below "
-            f"{settings.RUN_AS_MIN_UID}): it cannot be used to sign up."
-        )
+    why = uid_refusal(f"{username} on {host}", uid)
+    if why:
+        raise SignupRefused(f"{why}: it cannot be used to sign up.")
 
 
 def prove_unix_account(host: Host, username: str, code: str) -> int:
@@ -99,11 +100,9 @@ def check_proof(host_id: int, username: str, code: str) -> dict:
 
 def _prove(host: Host, username: str, code: str) -> int:
     transport = SSHTransport(ssh_target(host, username))
-    # One round trip: who we are (name, UID), then the file, read once.
-    script = 'id -un; id -u; echo @@; cat -- "$1" 2>/dev/null && rm -f -- "$1"'
     try:
         result = transport.run(
-            ["sh", "-c", script, "sh", PROOF_FILE], timeout=settings.SSH_COMMAND_TIMEOUT
+            ["sh", "-c", PROOF_SCRIPT, "sh", PROOF_FILE], timeout=settings.SSH_COMMAND_TIMEOUT
         )
     except TransportError as exc:
         raise SignupRefused(f"Could not log in to {host} as {username}: {exc}") from None

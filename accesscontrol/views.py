@@ -15,14 +15,15 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
-from apitokens.limits import client_address
+from core.clients import client_address
+from core.zones import site_today, site_zone
 from monitoring import localaccounts
 from monitoring.keys import public_key_line
 from monitoring.models import Device, Host
 
 from .coverage import active_ban, coverage_map
 from .forms import SignupForm, TimeZoneForm, WeekForm
-from .models import Grant, HostAccount, site_today, site_zone
+from .models import Grant, HostAccount
 from .permissions import may_inspect_others, permission_name, restrict
 from .services import profile_for
 from .signup import PROOF_FILE, new_code, self_signup_enabled

@@ -4,7 +4,7 @@ from datetime import date, timedelta
 
 from django.core.exceptions import ValidationError
 
-from accesscontrol.models import site_today
+from core.zones import site_today
 
 
 def choice(params) -> dict:

@@ -40,7 +40,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from accesscontrol.models import site_zone
+from core.zones import site_zone
 from jobs.models import Task
 from monitoring.models import Device, GpuMetric, Resolution
 from reservations.models import Reservation, ReservedDevice

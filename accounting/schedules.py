@@ -1,6 +1,6 @@
 """The scheduled work of accounting (django-q2), registered by `manage.py serve`."""
 
-from monitoring import lease
+from core import lease
 from monitoring.loop import ensure_minute_schedules
 
 from . import rollup

@@ -5,7 +5,7 @@ from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
-from reservations.zones import user_zone
+from accesscontrol.zones import user_zone
 
 from .services import token_for_secret
 
@@ -24,7 +24,7 @@ class TokenAuthentication(authentication.BaseAuthentication):
         except (UnicodeDecodeError, ValidationError) as exc:
             message = exc.messages[0] if isinstance(exc, ValidationError) else "Invalid token."
             raise exceptions.AuthenticationFailed(message) from None
-        # DRF authenticates inside the view, after board.middleware.UserTimeZoneMiddleware
+        # DRF authenticates inside the view, after accesscontrol.zones.UserTimeZoneMiddleware
         # saw an anonymous request: the token's user gets their zone here (the middleware
         # still deactivates it when the request ends).
         token.user.hive_zone = user_zone(token.user)

@@ -34,7 +34,7 @@ from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.dispatch import receiver
 
-from .limits import Limit, client_address, wait_text
+from core.clients import Limit, client_address, wait_text
 
 BRAKED = "on this site, and from your address"
 
@@ -129,6 +129,12 @@ class LockedSaysSo:
     """A login form mixin saying plainly when a name is locked instead of "wrong password"."""
 
     throttled = False
+
+    @property
+    def says_why(self) -> bool:
+        """Its error says why signing in failed (a limit, the directory down): show it."""
+        errors = self.non_field_errors().as_data()
+        return self.throttled or any(error.code == "unavailable" for error in errors)
 
     def clean(self):
         message = locked_message(self.request, self.cleaned_data.get("username"))

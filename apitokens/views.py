@@ -11,8 +11,9 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
+from core.clients import Limit, client_address
+
 from .forms import NewTokenForm
-from .limits import Limit, client_address
 from .models import ApiToken
 from .services import issue_token, revoke_token
 from .signin import SignInForm

@@ -87,7 +87,7 @@ def name_of(pid: int) -> str:
     except OSError:
         return "?"
     text = " ".join(w.decode(errors="replace") for w in words if w)
-    if "hiveproject.webserver" in text:  # the bounded daphne `serve` runs
+    if "core.webserver" in text:  # the bounded daphne `serve` runs
         return "daphne"
     for marker in ("qcluster", "daphne", "serve", "ssh", "screen"):
         if marker in text:

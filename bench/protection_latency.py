@@ -49,8 +49,9 @@ from django.utils import timezone  # noqa: E402
 from django_q.tasks import async_task  # noqa: E402
 
 from accesscontrol.services import ensure_default_group, profile_for  # noqa: E402
+from core.models import Activity  # noqa: E402
 from monitoring.keys import public_key_line  # noqa: E402
-from monitoring.models import Activity, Device, Host  # noqa: E402
+from monitoring.models import Device, Host  # noqa: E402
 from protection.models import CheckedProbe, HandlerRun, Violation  # noqa: E402
 from reservations.models import ReservedDevice  # noqa: E402
 from reservations.services import create_reservation  # noqa: E402

@@ -68,9 +68,10 @@ from django_q.tasks import async_task  # noqa: E402
 
 from accesscontrol.models import RunAsAllowance  # noqa: E402
 from accesscontrol.services import ensure_default_group, profile_for  # noqa: E402
+from core.models import Activity  # noqa: E402
 from jobs.models import Task  # noqa: E402
 from monitoring.inventory import probe_and_record  # noqa: E402
-from monitoring.models import Activity, Host  # noqa: E402
+from monitoring.models import Host  # noqa: E402
 from queueing import services  # noqa: E402
 from queueing.models import QueuedJob  # noqa: E402
 

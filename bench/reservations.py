@@ -3,8 +3,9 @@
 Prints, on a fresh database (SQLite file in a temporary data dir, or the PostgreSQL database
 named by DATABASE_URL, which is emptied first):
 
-- week: the calendar's data endpoint (/reservations/calendar/events/) for one week and 32
-  GPUs, the whole request through Django's test client (session, bookings, shading);
+- week: the calendar's data for one week and 32 GPUs, the two API requests its script makes
+  (/api/access/ for the shading, /api/reservations/ for the bookings), one after the other,
+  whole through Django's test client;
 - overview: the overview computation for 7 days and all 800 GPUs (134,400 hour cells), and
   the whole overview page including its HTML;
 - booking: create_reservation from 8 concurrent threads (8 clients, own DB connections),
@@ -21,7 +22,8 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
+from datetime import time as dtime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,24 +118,28 @@ def timed(fn, runs) -> list[float]:
 def bench_week(user, devices) -> None:
     client = Client()
     client.force_login(user)
-    monday = timezone.localdate() - timedelta(days=timezone.localdate().weekday())
-    ids = ",".join(str(d.pk) for d in devices[:32])
+    today = timezone.localdate()
+    monday = timezone.make_aware(datetime.combine(today - timedelta(days=today.weekday()), dtime()))
     query = {
-        "start": f"{monday}T00:00",
-        "end": f"{monday + timedelta(days=7)}T00:00",
-        "devices": ids,
+        "start": monday.isoformat(),
+        "end": (monday + timedelta(days=7)).isoformat(),
+        "device": ",".join(str(d.pk) for d in devices[:32]),
     }
 
-    def week():
-        response = client.get("/reservations/calendar/events/", query)
+    def get(url, **extra):
+        response = client.get(url, {**query, **extra})
         assert response.status_code == 200, response.content[:200]
+        return response.json()
 
-    response = client.get("/reservations/calendar/events/", query)
-    boxes = [e for e in response.json()["events"] if e.get("display") != "background"]
+    def week():
+        get("/api/access/")
+        return get("/api/reservations/", page_size=1000)
+
+    bookings = week()
     times = timed(week, WEEK_RUNS)
     print(
-        f"week, 32 GPUs ({len(boxes)} bookings): p50 {statistics.median(times):.1f} ms, "
-        f"p95 {percentile(times, 0.95):.1f} ms over {WEEK_RUNS} requests"
+        f"week, 32 GPUs ({len(bookings)} bookings): p50 {statistics.median(times):.1f} ms, "
+        f"p95 {percentile(times, 0.95):.1f} ms over {WEEK_RUNS} pairs of requests"
     )
 
 

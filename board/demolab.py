@@ -39,6 +39,7 @@ from django.utils import timezone
 
 from jobs import remote
 from jobs.models import Task
+from monitoring import doctor
 from monitoring.models import Host
 from monitoring.parsers import DiskUsage, GpuProcess, GpuSample
 from monitoring.probes import PROBE_SCRIPT, SESSION_END, SESSION_SCRIPT, ProbeResult
@@ -224,7 +225,7 @@ def disk(name: str) -> DiskUsage:
 
 
 def probe_text(result: ProbeResult, versions: bool, disks: list[str], fault: bool) -> str:
-    """What SAMPLE_FUNCTION prints for this reading (up to its "@@stat" section)."""
+    """What monitoring/scripts/sample.sh prints for this reading (up to its "@@stat" section)."""
     if fault:
         lines = ["@@gpus 9", FAULT]
     else:
@@ -418,7 +419,7 @@ class DemoTransport:
         simple = {"id": (f"{self.account}\n", 0), "who": ("", 0), "true": ("", 0)}
         if argv[0] in simple:
             return simple[argv[0]]
-        if script == 'command -v "$1"':  # doctor: the tools the service runs there
+        if script == doctor.HAS_TOOL:  # the tools the service runs there
             return f"/usr/bin/{argv[4]}\n", 0
         if argv[0] == "python3" and argv[2:] == [remote.FREE_PORT]:
             return f"{29500 + self.host_id % 1000}\n", 0

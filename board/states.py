@@ -1,7 +1,8 @@
 """What each GPU is doing for people right now: free, reserved (by whom, until when), taken
 by a running job or a queue run, or free but not the viewer's to use (no grant lets them
 start on it now: "free" means free for the viewer). A few queries whatever the number of
-GPUs; the grants are the start rule's own (accesscontrol.coverage)."""
+GPUs; who holds each is allocation.holders' answer, and the grants are the start rule's own
+(accesscontrol.coverage)."""
 
 from dataclasses import dataclass
 from datetime import datetime
@@ -9,11 +10,9 @@ from datetime import datetime
 from django.utils import timezone
 
 from accesscontrol.coverage import ONE_MINUTE, coverage_map, covers_next_minute
-from jobs.models import Task
+from allocation.holders import QUEUE_RUN, RESERVATION, TASK, Holding, holders
+from core.templatetags.hive_time import absolute
 from monitoring.models import Device
-from reservations.models import Reservation, ReservedDevice
-
-from .templatetags.hive_time import absolute
 
 
 @dataclass
@@ -32,11 +31,14 @@ CLOSED = Booking("closed", "free, not yours to use")
 
 def booking_states(user, now: datetime | None = None) -> dict[int, Booking]:
     """Device id -> its booking state for ``user``; GPUs not listed are free."""
-    now = now or timezone.now()
-    states = dict.fromkeys(closed_to(user, now), CLOSED)
-    states.update({device: reservation_state(user, *row) for device, *row in current_slots(now)})
-    for device, *row in running_tasks():
-        states[device] = task_state(user, states.get(device), *row)
+    held = holders(now)  # None: who holds each GPU at present
+    states = dict.fromkeys(closed_to(user, now or timezone.now()), CLOSED)
+    queue_jobs = {h.job_id for h in held if h.kind == QUEUE_RUN}
+    for holding in (h for h in held if h.kind == RESERVATION):
+        states[holding.device_id] = reservation_state(user, holding)
+    for holding in (h for h in held if h.kind == TASK):
+        booked = states.get(holding.device_id)
+        states[holding.device_id] = task_state(user, booked, holding, holding.job_id in queue_jobs)
     return states
 
 
@@ -47,39 +49,21 @@ def closed_to(user, now: datetime) -> list[int]:
     return [d.pk for d, spans in covered.items() if not covers_next_minute(spans, now)]
 
 
-def current_slots(now: datetime):
-    return ReservedDevice.objects.filter(holds=True, start__lte=now, end__gt=now).values_list(
-        "device_id",
-        "reservation__owner_id",
-        "reservation__owner__username",
-        "reservation__status",
-        "end",
-    )
-
-
-def reservation_state(user, owner_id, owner_name, status, end) -> Booking:
+def reservation_state(user, booking: Holding) -> Booking:
+    owner_id, end = booking.owner_id, booking.end
     if owner_id == user.pk:
         return Booking("mine", "your reservation", end, owner_id)
-    if status == Reservation.Status.PENDING:
-        return Booking("pending", f"{owner_name} (awaiting approval)", end, owner_id)
-    return Booking("reserved", f"reserved by {owner_name}", end, owner_id)
+    if not booking.confirmed:
+        return Booking("pending", f"{booking.owner} (awaiting approval)", end, owner_id)
+    return Booking("reserved", f"reserved by {booking.owner}", end, owner_id)
 
 
-def running_tasks():
-    return Task.devices.through.objects.filter(task__status__in=Task.ACTIVE).values_list(
-        "device_id",
-        "task__job_id",
-        "task__job__owner_id",
-        "task__job__owner__username",
-        "task__job__queue_run__id",
-    )
-
-
-def task_state(user, booked: Booking | None, job_id, owner_id, owner_name, queue_run) -> Booking:
+def task_state(user, booked: Booking | None, task: Holding, queue_run: bool) -> Booking:
     """A running task says more than the booking it runs in; the booking's end stays."""
-    whose = "your" if owner_id == user.pk else f"{owner_name}'s"
+    whose = "your" if task.owner_id == user.pk else f"{task.owner}'s"
+    job_id = task.job_id
     kind, text = ("queue", f"{whose} queue run") if queue_run else ("job", f"{whose} job {job_id}")
-    return Booking(kind, text, booked.until if booked else None, owner_id, job_id)
+    return Booking(kind, text, booked.until if booked else None, task.owner_id, job_id)
 
 
 def state_text(booking: Booking) -> str:

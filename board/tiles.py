@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from django.urls import reverse
 
+from monitoring.containers import owner_text
 from monitoring.models import Device, Host
 
 from .states import FREE, booking_states, state_text
@@ -34,7 +35,7 @@ def percent(part, whole) -> int | None:
 def users_by_gpu(processes: list[dict]) -> dict[str, list[str]]:
     users = defaultdict(set)
     for process in processes:
-        users[process.get("gpu_uuid")].add(process.get("user") or "unknown owner")
+        users[process.get("gpu_uuid")].add(owner_text(process))
     return {uuid: sorted(names) for uuid, names in users.items()}
 
 

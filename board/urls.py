@@ -1,8 +1,12 @@
 from django.urls import path
 
-from . import views
+from . import newjob, views
+from .api import DeviceStateViewSet
 
 urlpatterns = [
     path("", views.board, name="overview"),
-    path("board/states.json", views.states, name="board-states"),
+    # Under jobs/ with the other job forms; here because it offers the queue too.
+    path("jobs/new/", newjob.job_new, name="job-new"),
 ]
+# (prefix, viewset, basename) registered on the project's /api/ router.
+api_routes = [("device-states", DeviceStateViewSet, "device-state")]

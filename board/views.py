@@ -1,9 +1,6 @@
 from django.contrib.auth.decorators import login_required
-from django.http import JsonResponse
 from django.shortcuts import render
-from django.views.decorators.csrf import requires_csrf_token
 
-from .states import booking_states, state_text
 from .tiles import board_rows, summary
 
 
@@ -22,23 +19,3 @@ def board(request):
     return render(request, "board/board.html", context)
 
 
-@login_required
-def states(request):
-    """Booking states of every GPU, for the board to refresh without reloading:
-    {"gpus": {device id: {"state", "text", "mine"}}} (free GPUs are left out)."""
-    payload = {
-        str(pk): {
-            "state": booking.state,
-            "text": state_text(booking),
-            "mine": booking.owner_id == request.user.pk,
-        }
-        for pk, booking in booking_states(request.user).items()
-    }
-    return JsonResponse({"gpus": payload})
-
-
-@requires_csrf_token
-def csrf_failure(request, reason=""):
-    """A refused form in the site's design, with the menu (Django's own page has neither);
-    the technical reason stays out of the page."""
-    return render(request, "403_csrf.html", status=403)

@@ -8,6 +8,7 @@
 set -euo pipefail
 DEST=${1:?usage: backup.sh DESTINATION_DIR}
 ENV_FILE=${HIVE_ENV_FILE:-/etc/gpuhive/hive.env}
+# shellcheck source=/dev/null  # the site's settings (KEY=VALUE lines), not code to check
 if [ -r "$ENV_FILE" ]; then set -a; . "$ENV_FILE"; set +a; fi
 DATA=${HIVE_DATA_DIR:-./data}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
@@ -21,6 +22,7 @@ else
   [ "$(sqlite3 "$OUT/hive.sqlite3" 'PRAGMA integrity_check')" = ok ]
 fi
 # Secrets and settings (not staticfiles: collectstatic rebuilds them).
+# shellcheck disable=SC2046  # split on purpose: the names are fixed, one word each
 tar -C "$DATA" -czf "$OUT/data.tar.gz" --ignore-failed-read \
   $(cd "$DATA" && ls -d ssh secret_key hive.env 2>/dev/null)
 echo "$OUT"

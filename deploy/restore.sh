@@ -8,6 +8,7 @@
 set -euo pipefail
 SRC=${1:?usage: restore.sh BACKUP_DIR}
 ENV_FILE=${HIVE_ENV_FILE:-/etc/gpuhive/hive.env}
+# shellcheck source=/dev/null  # the site's settings (KEY=VALUE lines), not code to check
 if [ -r "$ENV_FILE" ]; then set -a; . "$ENV_FILE"; set +a; fi
 DATA=${HIVE_DATA_DIR:-./data}
 umask 077

@@ -41,7 +41,18 @@ install_units() {
   fi
 }
 
-.venv/bin/pip install -q -r requirements.txt   # the code and its venv belong to root
+# The runtime's lock: every package pinned, each file checked against its hash. The code and
+# its venv belong to root.
+.venv/bin/pip install -q --require-hashes -r requirements.txt
+# Sign-in with the lab's directory, where the env file turns it on: the directory's own lock
+# (python-ldap builds from source, against the headers docs/operating.md names).
+if bash -c 'set -a; . "$0"; [[ -n ${HIVE_LDAP_SERVER_URI:-} ]]' "$ENV_FILE"; then
+  .venv/bin/pip install -q --require-hashes -r requirements-directory.txt || {
+    echo "requirements-directory.txt did not install: python-ldap builds against" \
+      "build-essential libldap2-dev libsasl2-dev (apt-get install them)" >&2
+    exit 1
+  }
+fi
 run .venv/bin/python manage.py migrate --no-input
 # What the migrations could not decide alone (e.g. an account they left empty): warnings only.
 run .venv/bin/python manage.py check --database default --tag upgrade

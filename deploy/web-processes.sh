@@ -8,6 +8,7 @@ set -euo pipefail
 ENV_FILE=${HIVE_ENV_FILE:-/etc/gpuhive/hive.env}
 UPSTREAM_FILE=${HIVE_NGINX_UPSTREAM:-/etc/nginx/gpuhive-upstream.conf}
 # In a subshell: only the two values are read from the env file, nothing else leaks in.
+# shellcheck source=/dev/null  # the site's settings (KEY=VALUE lines), not code to check
 read -r count base < <(set -a; . "$ENV_FILE"; echo "${WEB_PROCESSES:-1} ${WEB_PORT:-8000}")
 if ! [[ $count =~ ^[1-9][0-9]*$ && $base =~ ^[1-9][0-9]*$ ]] || ((base + count > 65536)); then
   echo "WEB_PROCESSES must be a count >= 1 and WEB_PORT a port (got '$count', '$base')" >&2

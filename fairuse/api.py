@@ -6,7 +6,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from accesscontrol.permissions import RestrictedViewSetMixin
-from hiveproject.ids import IdField
+from core.ids import IdField
 from monitoring.models import Device
 from reservations.models import Reservation
 

@@ -13,16 +13,18 @@ from collections import Counter
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accesscontrol.services import profile_for
+from allocation.holders import RESERVATION, Holding, holders
 from audit.log import record
+from core import lease
 from jobs.models import Task
-from monitoring import lease
 from monitoring.models import Host
 from reservations.calendar import device_label
-from reservations.models import Reservation, ReservedDevice
+from reservations.models import Reservation
 from reservations.services import release_devices
 
 from . import mail
@@ -35,15 +37,14 @@ ACTIVITY = "fairuse-idle"
 State = IdleNotice.State
 
 
-def running_slots(host_ids, at: datetime):
-    return ReservedDevice.objects.holding(at).filter(
-        device__host__in=host_ids, reservation__status=Reservation.Status.CONFIRMED
-    )
+def running_slots(host_ids, at: datetime) -> list[Holding]:
+    """The confirmed bookings' holdings of these hosts' GPUs at ``at``."""
+    return [h for h in holders(at, hosts=host_ids, kinds={RESERVATION}) if h.confirmed]
 
 
 def worth_checking(host_ids, at: datetime) -> bool:
     """Asked every cycle in the probing loop: two cheap queries at most."""
-    return any_policy_on() and running_slots(host_ids, at).exists()
+    return any_policy_on() and bool(running_slots(host_ids, at))
 
 
 def check_hosts(host_ids: list[int]) -> str:
@@ -86,13 +87,13 @@ def observe_host(host: Host, now: datetime) -> set[int]:
     snapshot = host.last_snapshot or {}
     if host.status != Host.Status.UP or not snapshot.get("reachable"):
         return set()  # we cannot tell: a silent host never makes a booking look idle
-    seen = set()
-    slots = running_slots([host.pk], now).select_related("device", "reservation__owner")
+    slots = running_slots([host.pk], now)
+    owners = get_user_model().objects.in_bulk({slot.owner_id for slot in slots})
+    uuids = dict(host.devices.values_list("pk", "uuid"))
     for slot in slots:
-        unix = profile_for(slot.reservation.owner).unix_username_for(host)
-        observe(slot, in_use(snapshot, slot.device.uuid, unix), now)
-        seen.add(slot.reservation_id)
-    return seen
+        unix = profile_for(owners[slot.owner_id]).unix_username_for(host)
+        observe(slot, in_use(snapshot, uuids[slot.device_id], unix), now)
+    return {slot.holder_id for slot in slots}
 
 
 def in_use(snapshot: dict, uuid: str, owner_unix: str) -> bool:
@@ -107,9 +108,9 @@ def in_use(snapshot: dict, uuid: str, owner_unix: str) -> bool:
     return False
 
 
-def observe(slot: ReservedDevice, active: bool, now: datetime) -> None:
+def observe(slot: Holding, active: bool, now: datetime) -> None:
     row, created = GpuActivity.objects.get_or_create(
-        reservation_id=slot.reservation_id,
+        reservation_id=slot.holder_id,
         device_id=slot.device_id,
         defaults={"observed_at": now, "idle_since": None if active else now},
     )

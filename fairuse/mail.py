@@ -5,7 +5,7 @@ from django.conf import settings
 from django.urls import reverse
 
 from accesscontrol.coverage import local_text
-from monitoring import lease
+from core import lease
 from notifications.send import notify
 
 from .models import IdleNotice

@@ -1,5 +1,5 @@
 """The API's OpenAPI schema: drf-spectacular's, plus the error answers every operation gives
-(the shape hiveproject/api_errors.py answers with).
+(the shape core/api_errors.py answers with).
 
 Kept apart from api_errors so that services, which raise its errors, do not load
 drf-spectacular (and through it django.test, jinja2, requests, yaml) into every process: DRF
@@ -11,7 +11,7 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
-from hiveproject.pagination import PAGE_HEADERS
+from core.pagination import PAGE_HEADERS
 
 ERROR_SCHEMA = {
     "type": "object",

@@ -17,7 +17,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
-from hiveproject.limits import BodyLimit  # noqa: E402
+from core.limits import BodyLimit  # noqa: E402
 from hiveproject.routing import websocket_urlpatterns  # noqa: E402
 
 

@@ -3,13 +3,16 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
+import accesscontrol.signin
 import accesscontrol.urls
 import accounting.urls
 import apitokens.signin
 import apitokens.urls
 import apitokens.views
+import board.urls
 import fairuse.urls
 import jobs.urls
+import monitoring.urls
 import notifications.urls
 import protection.urls
 import queueing.urls
@@ -34,6 +37,8 @@ for app_urls in (
     fairuse.urls,
     accounting.urls,
     notifications.urls,
+    board.urls,
+    monitoring.urls,
 ):
     for route in app_urls.api_routes:  # (prefix, viewset[, basename])
         router.register(*route)
@@ -47,6 +52,17 @@ urlpatterns = [
     # Reset mails limited per address and recipient (apitokens.views.password_reset).
     path("accounts/password_reset/", apitokens.views.password_reset, name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
+    # Sign-in with the lab's OIDC provider (404 unless configured: accesscontrol.signin).
+    path(
+        "oidc/authenticate/",
+        accesscontrol.signin.provider_sign_in,
+        name="oidc_authentication_init",
+    ),
+    path(
+        "oidc/callback/",
+        accesscontrol.signin.provider_callback,
+        name="oidc_authentication_callback",
+    ),
     path("account/", include("apitokens.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
@@ -65,5 +81,5 @@ urlpatterns = [
     path("", include("monitoring.urls")),
 ]
 # A URL no route matches answers JSON under /api/, like every other API error.
-handler404 = "hiveproject.api_errors.not_found"
-handler500 = "hiveproject.api_errors.server_error"
+handler404 = "core.api_errors.not_found"
+handler500 = "core.api_errors.server_error"

@@ -1,6 +1,6 @@
 """What requests ask of hosts, done by the workers: actions on tasks, their logs, free ports.
 
-A request never reaches a host (hiveproject/middleware.py). For an action it checks and
+A request never reaches a host (core/hostcalls.py). For an action it checks and
 claims as the services do (refusals answer at once and change nothing), marks the task
 "starting" or "stopping", records a ``TaskAction`` and hands ``carry_out`` to the workers;
 the page and the API show the task's state, which the workers move on. A host that refuses
@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from monitoring import lease, workers
+from core import lease, workers
 from monitoring.models import Host
 
 from . import remote, services
@@ -269,7 +269,7 @@ def log_file(task: Task) -> bytes:
 
 
 def free_port(host_id: int, username: str) -> dict:
-    """A port free on the host now, as ``monitoring.workers`` answers (run by a worker)."""
+    """A port free on the host now, as ``core.workers`` answers (run by a worker)."""
     host = Host.objects.filter(pk=host_id).first()
     if host is None:
         return workers.refusal(f"host {host_id} no longer exists")

@@ -2,7 +2,7 @@
 a distributed template, actions on one task or many, logs.
 
 The services' ValidationError and PermissionDenied become 400 and 403 answers in the project's
-exception handler (hiveproject/api_errors.py)."""
+exception handler (core/api_errors.py)."""
 
 import shlex
 
@@ -11,18 +11,24 @@ from django.db import transaction
 from django.db.models import Prefetch
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
 from rest_framework import exceptions, mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from accesscontrol.permissions import RestrictedViewSetMixin, can
-from hiveproject.api_errors import Conflict
-from hiveproject.ids import IdField, id_list, is_whole_number
+from core.api_errors import Conflict
+from core.ids import IdField, id_list, is_whole_number
 from monitoring.models import Device, Host
 from reservations.models import Reservation
 
-from . import actions, distributed, services, templating
+from . import actions, distributed, guided, services, templating
+from .forms import parse_pairs
 from .models import Job, Task, TaskAction
 
 
@@ -42,6 +48,9 @@ class TaskSerializer(serializers.ModelSerializer):
     attach = serializers.SerializerMethodField(help_text="How to attach to the screen session.")
     pending_action = serializers.SerializerMethodField(
         help_text="The action the workers have yet to carry out on the task (null: none)."
+    )
+    status_display = serializers.CharField(
+        source="get_status_display", read_only=True, help_text="The status in words."
     )
     host_unreachable_since = serializers.DateTimeField(
         read_only=True,
@@ -64,6 +73,7 @@ class TaskSerializer(serializers.ModelSerializer):
             "command",
             "command_line",
             "status",
+            "status_display",
             "host_unreachable_since",
             "error",
             "unix_username",
@@ -158,6 +168,77 @@ class GridSerializer(serializers.Serializer):
     seed = serializers.IntegerField(required=False, allow_null=True)
 
 
+@extend_schema_field(
+    {
+        "oneOf": [
+            {
+                "type": "object",
+                "additionalProperties": {"type": "array", "items": {"type": "string"}},
+            },
+            {"type": "string", "description": "One line per name: `name: v1, v2`."},
+        ]
+    }
+)
+class ValueListsField(serializers.DictField):
+    """{name: [values]}, or the guided form's text of them (templating.parse_value_lists)."""
+
+    def __init__(self, **kwargs):
+        values = serializers.ListField(child=serializers.CharField(trim_whitespace=False))
+        super().__init__(child=values, **kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            return templating.parse_value_lists(data)
+        return super().to_internal_value(data)
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "object", "additionalProperties": {"type": "string"}},
+            {"type": "string", "description": "One line per variable: `NAME=value`."},
+        ]
+    }
+)
+class EnvField(serializers.DictField):
+    """{NAME: value}, or the forms' text of them (jobs.forms.parse_pairs); valid names only."""
+
+    def __init__(self, **kwargs):
+        super().__init__(
+            child=serializers.CharField(allow_blank=True, trim_whitespace=False), **kwargs
+        )
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            return templating.check_env(parse_pairs(data, "Environment"))
+        return templating.check_env(super().to_internal_value(data))
+
+
+class PreviewSerializer(serializers.Serializer):
+    """The fields of a grid that decide its commands; nothing else is needed, or saved."""
+
+    template = serializers.CharField()
+    values = ValueListsField(required=False, default=dict)
+    env = EnvField(required=False, default=dict)
+    samples = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1)
+    seed = serializers.IntegerField(required=False, allow_null=True, default=None)
+
+    def validate_template(self, template: str) -> str:
+        templating.fields_of(template)  # refuses bad syntax, as creating the job would
+        return template
+
+
+PREVIEW = inline_serializer(
+    "Preview",
+    {
+        "count": serializers.IntegerField(help_text="How many tasks it makes."),
+        "commands": serializers.ListField(
+            child=serializers.CharField(), help_text="The first 20 command lines, as they run."
+        ),
+    },
+)
+
+
 class NodeSerializer(serializers.Serializer):
     host = IdField(queryset=Host.objects.all())
     devices = IdField(many=True, queryset=Device.objects.all(), required=False, default=list)
@@ -206,6 +287,10 @@ LOG_PIECE = inline_serializer(
         "complete": serializers.BooleanField(
             help_text="The task had ended when the log was fetched: nothing more will come."
         ),
+        "status": serializers.ChoiceField(
+            choices=Task.Status.choices, help_text="The task's status now."
+        ),
+        "exit_code": serializers.IntegerField(allow_null=True),
     },
 )
 
@@ -283,6 +368,14 @@ class JobViewSet(
         """One task per combination of the value lists (or `samples` of them, with `seed`)."""
         data = _input(request, GridSerializer)
         return self._create(data, services.grid_specs(data), data["template"])
+
+    @extend_schema(responses={200: PREVIEW})
+    @action(detail=False, methods=["post"], serializer_class=PreviewSerializer)
+    def preview(self, request):
+        """How many tasks a grid of `values` (or `samples` of it) makes, and their first
+        command lines, built by the code that creates them; nothing is saved. The guided
+        form's live preview."""
+        return Response(guided.preview(_input(request, PreviewSerializer)))
 
     @extend_schema(responses={201: JobSerializer})
     @action(detail=False, methods=["post"], serializer_class=DistributedSerializer)
@@ -378,11 +471,13 @@ class TaskViewSet(
     )
     @action(detail=True, methods=["get"])
     def log(self, request, pk=None):
-        """{"size", "offset", "next_offset", "text"} from ?offset= (bytes); poll to follow.
-        The log as the workers last fetched it (after each monitoring cycle while the task
-        runs); ``size`` is how far that goes."""
+        """{"size", "offset", "next_offset", "text", ...} from ?offset= (bytes); poll to
+        follow. The log as the workers last fetched it (after each monitoring cycle while
+        the task runs); ``size`` is how far that goes; the task's status and exit code now."""
         offset = _int(request.query_params.get("offset") or "0", "offset")  # empty: absent
-        return Response(actions.log_piece(self.get_object(), offset))
+        task = self.get_object()
+        piece = actions.log_piece(task, offset)
+        return Response({**piece, "status": task.status, "exit_code": task.exit_code})
 
     @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR})
     @action(detail=True, methods=["get"])

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from django.core.exceptions import ValidationError
 
 from accesscontrol.accounts import check_run_as
-from monitoring import workers
+from core import workers
 from monitoring.models import Device, Host
 
 from .services import TaskSpec

@@ -4,9 +4,8 @@ from django import forms
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 
+from allocation.placement import MAX_GPUS_PER_TASK, Kind
 from monitoring.models import Device, Host
-from queueing.models import QueuedTask
-from queueing.services import MAX_GPUS_PER_TASK
 
 from . import distributed, templating
 
@@ -77,7 +76,7 @@ class TaskRowForm(forms.Form):
 TaskRowFormSet = forms.formset_factory(TaskRowForm, extra=ROWS, max_num=500)
 
 
-Where = QueuedTask.Kind
+Where = Kind
 
 
 def _time(label: str, help_text: str):

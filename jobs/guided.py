@@ -1,38 +1,25 @@
-"""What the guided "New job" form makes: a job on chosen GPUs (started now, at a set time or
-by hand), or queued jobs that start by themselves when their GPUs are free.
+"""The steps of the guided "New job" form that make a job on GPUs: its tasks' values (with
+the live preview), where it runs, whether it may start now, and the job itself.
 
 Nothing is decided here. The combinations are templating's, "may this user start here now"
-is the start rule (queueing.availability.may_start), "which N GPUs now" is the placement the
-queue and `hive submit --gpus N` use (queueing.placing.place), creating is
-jobs.services.create_job and queueing is queueing.services.enqueue. This module picks which
-of them the form's choices call for, in the form's order, and puts each refusal under the
-field of the step it concerns; nothing is saved until every step has passed.
+is the start rule (allocation.rule.may_start), "which N GPUs now" is the placement the queue
+and `hive submit --gpus N` use (allocation.placing.place), and creating is
+jobs.services.create_job. Each step puts its refusal under the form field it concerns.
+The page (board.newjob) takes the steps in the form's order, and the queue's own when the
+form asks to queue.
 """
 
-from dataclasses import dataclass, field
-
 from django.core.exceptions import ValidationError
-from django.db import transaction
 
+from accesscontrol.accounts import account_for
+from allocation import placing
+from allocation.placement import Request, check_named_devices
+from allocation.rule import may_start
 from monitoring.models import Device, Host
-from queueing import placing
-from queueing import services as queue
-from queueing.availability import may_start
-from queueing.models import QueuedJob
-from queueing.placement import Request
 
-from . import accounts, services, templating
-from .forms import NewJobForm, Where
+from . import services, templating
+from .forms import Where
 from .models import Job
-
-
-@dataclass
-class Outcome:
-    """What the form made: a job (``start`` it now?) or queued jobs."""
-
-    job: Job | None = None
-    start: bool = False
-    queued: list[QueuedJob] = field(default_factory=list)
 
 
 def under(field_name: str, check, *args):
@@ -89,7 +76,7 @@ def picked(data: dict, user) -> tuple[Host, list[Device]]:
     """The host and GPUs picked on the list (no GPUs: a task without GPUs on the host)."""
     devices = list(data["devices"])
     if devices:
-        under("devices", queue.check_named_devices, devices)
+        under("devices", check_named_devices, devices)
     host = data["host"] or (devices[0].host if devices else None)
     if host is None:
         raise ValidationError(
@@ -134,35 +121,7 @@ def found_sentence(found: placing.Placement) -> str:
     return f"{found.detail.rstrip('.')}{': ' + shown if shown else ''}."
 
 
-# --- step 4: when, and what is made -------------------------------------------------------
-
-
-def submit(form: NewJobForm, user) -> Outcome | None:
-    """The job or queued jobs the valid form asks for; None, with the refusals added to the
-    form under their fields, when a step refuses (then nothing is saved)."""
-    data = form.cleaned_data
-    sets = _step(form, checked_sets, data)
-    if data["when"] == NewJobForm.QUEUE:
-        requests = sets and _step(form, queue_requests, data, user, sets)
-        queued = requests and _step(form, enqueue_each, data, user, requests)
-        return Outcome(queued=queued) if queued else None
-    where = picked if data["where"] == Where.DEVICES else placed_now
-    place = _step(form, where, data, user)
-    if place and data["when"] == NewJobForm.NOW:
-        _step(form, check_start_now, data, user, *place)
-    if form.errors:
-        return None
-    job = _step(form, create, data, user, sets, *place)
-    return Outcome(job=job, start=data["when"] == NewJobForm.NOW) if job else None
-
-
-def _step(form, step, *args):
-    """``step(*args)``; a refusal is added to the form (under its field, if it names one)."""
-    try:
-        return step(*args)
-    except ValidationError as exc:
-        form.add_error(None, exc)
-        return None
+# --- step 4: a start now, and the job made --------------------------------------------------
 
 
 def check_start_now(data: dict, user, host: Host, devices: list[Device]) -> None:
@@ -172,7 +131,7 @@ def check_start_now(data: dict, user, host: Host, devices: list[Device]) -> None
     if reasons:
         field_name = "devices" if data["where"] == Where.DEVICES else "where"
         raise ValidationError({field_name: " ".join(r.text + "." for r in reasons)})
-    under("host", accounts.run_as, user, host)
+    under("host", account_for, user, host)
 
 
 def create(data: dict, user, sets: list[dict], host: Host, devices: list[Device]) -> Job:
@@ -189,46 +148,3 @@ def create(data: dict, user, sets: list[dict], host: Host, devices: list[Device]
             template=data["template"],
         ),
     )
-
-
-def queue_requests(data: dict, user, sets: list[dict]) -> list[queue.TaskRequest]:
-    """One queue request per task, checked as enqueue checks them (with the group's limit)."""
-    named = data["where"] == Where.DEVICES
-    requests = [
-        queue.TaskRequest(
-            template=data["template"],
-            kind=data["where"],
-            gpu_count=data["gpu_count"],
-            devices=list(data["devices"]),
-            host=None if named else data["host"],
-            gpu_model=data["gpu_model"],
-            min_memory_mib=data["min_memory_mib"],
-            parameters=values,
-            env=data["env"],
-        )
-        for values in sets
-    ]
-    under("devices" if named else "where", queue.check_request, requests[0])
-    group = data["group"] or queue.default_group(user)
-    under("priority", queue.check_priority, user, group, data["priority"] or 0)
-    return requests
-
-
-@transaction.atomic
-def enqueue_each(data: dict, user, requests: list[queue.TaskRequest]) -> list[QueuedJob]:
-    """One queued job per task, so each starts as soon as its own GPUs are free (a queued
-    job's tasks start all at once or not at all); all are queued or none."""
-    total = len(requests)
-    return [
-        queue.enqueue(
-            user,
-            # Within the name's 200 characters, however many there are.
-            name=data["name"] if total == 1 else f"{data['name'][:180]} ({number} of {total})",
-            tasks=[request],
-            priority=data["priority"] or 0,
-            opportunistic=data["opportunistic"],
-            requeue_on_preemption=data["requeue_on_preemption"],
-            group=data["group"],
-        )
-        for number, request in enumerate(requests, 1)
-    ]

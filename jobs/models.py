@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from allocation.holders import TASK, Holding
 from monitoring.models import Device, Host
 from reservations.models import Reservation
 
@@ -157,6 +158,33 @@ class Task(models.Model):
             self.status == self.Status.EXITED and self.exit_code != 0
         )
         return failed and self.rerun_as_id is None
+
+
+def task_holdings(devices, start, end) -> list[Holding]:
+    """Tasks as holders of their GPUs (allocation.holders): an active task holds them from
+    its start until it ends; asked from a time past, tasks that ended since held them too."""
+    rows = Task.devices.through.objects.filter(_held_over(start, end))
+    if devices is not None:
+        rows = rows.filter(device_id__in=devices)
+    rows = rows.values_list(
+        "device_id", "task_id", "task__job__owner_id", "task__job__owner__username",
+        "task__started_at", "task__ended_at", "task__job__name", "task__job_id",
+        "task__unix_username",
+    )  # fmt: skip
+    return [
+        Holding(TASK, *held, name=name, job_id=job, run_as=unix)
+        for *held, name, job, unix in rows  # held: device, task, owner id and name, start, end
+    ]
+
+
+def _held_over(start, end) -> Q:
+    held = Q(task__status__in=Task.ACTIVE)
+    if start is not None:
+        held |= Q(task__status__in=Task.ENDED, task__ended_at__gt=start)
+    if end is not None or start is not None:  # not those started after the time asked about
+        began = Q(task__started_at__lt=end) if end else Q(task__started_at__lte=start)
+        held &= began | Q(task__started_at=None)
+    return held
 
 
 class TaskAction(models.Model):

@@ -4,7 +4,7 @@ to reservations (attached tasks follow their reservation's times)."""
 from django.db.models.signals import post_save, pre_save
 from django.dispatch import receiver
 
-from monitoring import lease
+from core import lease
 from monitoring.signals import cycle_finished
 from reservations.models import Reservation
 

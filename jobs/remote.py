@@ -1,8 +1,8 @@
 """What jobs run on hosts, as the task owner's UNIX account, over monitoring's connections.
 
-Every script here is fixed text; values (names, paths, the user's command) are passed as
-positional arguments of ``sh -c SCRIPT sh ARG...`` inside an argv list, so no value is ever
-parsed as shell code by the service.
+Every script here is fixed text, in jobs/scripts/ (see monitoring.hostscripts); values (names,
+paths, the user's command) are passed as positional arguments of ``sh -c SCRIPT sh ARG...``
+inside an argv list, so no value is ever parsed as shell code by the service.
 
 Files of a task, in the log directory on the host (``JOBS_LOG_DIR``, ``~/`` = the account's
 home): ``NAME.log`` (stdout and stderr), ``NAME.pid`` (the screen window's shell, which leads
@@ -20,134 +20,28 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
 
-from monitoring import localaccounts
+from monitoring import hostscripts, localaccounts
 from monitoring.connections import ConnectionPool
 from monitoring.models import Host
 from monitoring.transport import CommandResult, TransportError
 
-# "~/x" means the account's home on the host; resolved there, never by the service.
-_RESOLVE_DIR = 'dir=$1; case $dir in "~/"*) dir=$HOME/${dir#"~/"};; esac; '
-
-# The screen window's shell. It traps INT and TERM with a no-op (children still get the
-# default actions), so it outlives the command and writes its exit code even when the
-# command is interrupted. The command runs in a shell that, on those signals, exits only
-# once its foreground program has (with that program's status): a program that ignores
-# SIGTERM keeps the task running until it is killed, instead of looking ended. A `tail -f`
-# shows the log to whoever attaches with `screen -x`; being an asynchronous command of a
-# non-interactive shell it ignores SIGINT. The window's processes are its process group (the
-# shell leads it; SIGNAL stops a task by it), and none outlives the window:
-# - when the command ends, the shell, once the exit file and the FIFO line are out, sends
-#   SIGHUP to its group (itself excepted): the tail, and whatever the command left running
-#   in the background, end as at the close of a terminal. The kernel would do so too when
-#   the shell, the session's leader, exits, but only to the terminal's foreground group of
-#   that moment, which a command may have changed;
-# - when the terminal goes away first (`screen -X quit`, screen killed) or someone sends
-#   SIGHUP to the shell, the shell ends at once, as a login shell would (a trapped signal
-#   would wait for the foreground command: a `sleep 300` would keep the window for 5
-#   minutes), with no exit code (a sync reports the session ended without one), and the
-#   kernel sends SIGHUP to the group of the hung-up terminal.
-# Neither shell traps SIGHUP: a process the command forks inherits its shell's traps until
-# it resets them, so a SIGHUP sent just then (a command that ends right after starting
-# something in the background) would be lost.
-# So the window closes with its command, with no process of its own after the end (a
-# lingering `sleep` would run just as the next start begins); the log stays in its file and
-# on the page. Once the exit file is in place, a line into the task's FIFO, if a waiter made
-# one (opened read-write, so it never blocks), wakes whoever waits there (WAIT_EXIT). Between
-# the command's end and that line only shell built-ins run (the exit file is written by
-# printf, its time is its mtime): a process started there would delay every next start of
-# gpurun and the queue by its fork and exec, a few ms on a loaded host. The file is a few
-# bytes in one write; a reader who comes between its creation and that write finds it empty
-# and takes it as not there yet.
-WINDOW = (
-    'log=$1 exitf=$2 pidf=$3 cmd=$4 donef=$5; trap : INT TERM; echo $$ > "$pidf"; '
-    'tail -n +1 -f "$log" 2>/dev/null & '
-    'sh -c \'trap exit INT TERM; eval "$1"\' sh "$cmd" >> "$log" 2>&1; code=$?; '
-    'printf "%s\\n" "$code" > "$exitf"; if [ -p "$donef" ]; then echo 1<>"$donef"; fi; '
-    'trap "" HUP; kill -s HUP 0; exit $code'
-)
-
-# Start the window detached, wait (up to about 5 s, in 1 ms steps: the pid comes within a
-# few, and short commands queued by gpurun pay this wait on every start) for its pid, print
-# "PID LOGPATH". A second session of the same name is refused; screen is asked only when an
-# earlier window of that name may still run (its pid file names a live process): asking it
-# costs more than the rest of the start (it probes every session of the account), and a
-# name is started again only when an interrupted start is retried (and only then are files
-# of an earlier window there to remove: `rm` runs only for those). The environment is
-# exported by a subshell that then becomes screen (one exec fewer than `env`; `export` alone
-# would list the environment, hence the test); the names were checked when the task was made
-# (jobs.templating.check_env), and a bad one ends the subshell, a special built-in's error.
-# The FIFO a waiter sleeps on is made by its first wait (WAIT_EXIT), while the command runs:
-# `mkfifo` here cost every start a process before the command could begin, and a task
-# nobody waits for needs none.
-SPAWN = _RESOLVE_DIR + (
-    'name=$2 cmd=$3; shift 3; [ -d "$dir" ] || mkdir -p "$dir" || exit 3; '
-    'old=; read -r old 2>/dev/null < "$dir/$name.pid"; '
-    'if [ -n "$old" ] && kill -0 "$old" 2>/dev/null && '
-    'screen -ls 2>/dev/null | grep -q "[.]$name[[:space:]]"; then '
-    'echo "a screen session named $name is already running" >&2; exit 4; fi; '
-    'for f in "$dir/$name.exit" "$dir/$name.pid" "$dir/$name.done"; do '
-    'if [ -e "$f" ] || [ -h "$f" ]; then rm -f "$f"; fi; done; '
-    ': > "$dir/$name.log" || exit 3; '
-    '([ $# -eq 0 ] || export "$@"; exec screen -dmS "$name" sh -c "$0" sh '
-    '"$dir/$name.log" "$dir/$name.exit" "$dir/$name.pid" "$cmd" "$dir/$name.done") || exit 5; '
-    'i=0; while [ ! -s "$dir/$name.pid" ] && [ $i -lt 5000 ]; do sleep 0.001; i=$((i+1)); done; '
-    'pid=; read -r pid 2>/dev/null < "$dir/$name.pid"; printf "%s %s\\n" "$pid" "$dir/$name.log"'
-)
-
-# Signal every process of the task's group except the window's shell itself (so it stays
-# to write the exit code, even after SIGKILL).
-SIGNAL = (
-    'sig=$1; shift; for pgid; do for p in $(pgrep -g "$pgid"); do '
-    '[ "$p" = "$pgid" ] || kill -s "$sig" "$p" 2>/dev/null; done; done; true'
-)
-
-# The time an exit file was written (UTC, ISO 8601); GNU's and BusyBox's date both read it.
-_MTIME = '$(date -u -r "$exitf" +%Y-%m-%dT%H:%M:%SZ)'
-
-# One call per account per host per sync: the account's screen sessions, then each given
-# task's exit file as "NAME CODE TIME" (an earlier version's file, "CODE TIME", gives
-# "NAME CODE TIME MTIME": its own time is read first).
-SYNC = _RESOLVE_DIR + (
-    "shift; screen -ls 2>/dev/null; echo '--exit files--'; for name; do "
-    'exitf="$dir/$name.exit"; if [ -f "$exitf" ]; then ended=; read -r ended < "$exitf"; '
-    f'printf "%s %s %s\\n" "$name" "$ended" "{_MTIME}"; '
-    "fi; done; true"
-)
-
-# Wait (up to $3 seconds) for a task's exit file and print it: "CODE" when it came during the
-# wait (the waiter knows the time: now), else "CODE TIME" as SYNC tells it. A waiter that
-# wants to know the moment a task ends asks once, instead of polling the whole sync. It
-# holds the task's FIFO open read-write before looking for the file, so the window's line
-# (written after the file) is never missed, and it sleeps in the shell's own `read` without
-# polling, so no process stands between the window's line and the answer; a timer in the
-# background writes a line of its own after $3 seconds (killed when the end came first, and
-# its `sleep` with it: it waits for the sleep with `wait`, which a trapped signal interrupts,
-# so no sleep outlives the call; a line written with no reader left is lost). The first wait
-# makes the FIFO; the window, which writes the file before it looks for the FIFO, either
-# finds it or wrote the file before it was made, which the waiter then sees in its second
-# look. Tasks whose FIFO could not be made are polled every 50 ms. Once the file is there, the
-# optional command after the fourth argument runs too (what the waiter needs next, without
-# another round trip), its output and status after a marker line.
-WAIT_EXIT = _RESOLVE_DIR + (
-    'secs=$3 steps=$4 exitf="$dir/$2.exit" donef="$dir/$2.done" before=; '
-    'if [ -f "$exitf" ]; then before=1; '
-    'elif [ -p "$donef" ] || mkfifo "$donef" 2>/dev/null; then exec 3<>"$donef"; '
-    'if [ ! -f "$exitf" ]; then '
-    '(trap \'kill $! 2>/dev/null; exit\' TERM; sleep "$secs" & wait $!; echo 1<>"$donef") '
-    ">/dev/null 2>&1 3<&- & timer=$!; "
-    "read -r line <&3; kill $timer 2>/dev/null; fi; exec 3<&-; "
-    'else i=0; while [ ! -f "$exitf" ] && [ $i -lt "$steps" ]; do sleep 0.05; i=$((i+1)); '
-    'done; fi; [ -f "$exitf" ] || exit 0; IFS= read -r ended < "$exitf"; '
-    f'if [ -n "$before" ]; then ended="$ended {_MTIME}"; fi; '
-    'printf "%s\\n" "$ended"; shift 4; [ $# -gt 0 ] || exit 0; '
-    'echo "--then--"; "$@"; echo "--then-status $?"'
-)
+# The scripts this module runs on hosts, in jobs/scripts/ (each file says how it is called).
+SPAWN = hostscripts.load("jobs", "spawn.sh")
+WINDOW = hostscripts.load("jobs", "window.sh")
+SIGNAL = hostscripts.load("jobs", "signal.sh")
+SYNC = hostscripts.load("jobs", "sync.sh")
+WAIT_EXIT = hostscripts.load("jobs", "wait-exit.sh")
+STARTED = hostscripts.load("jobs", "started.sh")
+READ_LOGS = hostscripts.load("jobs", "read-logs.sh")
+UID_FLOOR = hostscripts.load("jobs", "uid-floor.sh")
+LAUNCHER = hostscripts.load("jobs", "launcher.sh")
 THEN_STATUS = re.compile(r"\n?--then-status (\d+)\n?$")
 
 FREE_PORT = (
@@ -187,17 +81,6 @@ def close_all() -> None:
         _pools.clear()
 
 
-# The refusal of an account whose UID is below the floor ($floor; $uid is its UID).
-_BELOW_FLOOR = 'echo "refused: $(id -un) has UID $uid, below $floor (a system account)" >&2'
-
-# Run argv only if the account's UID is at least $1: a system account (postgres, www-data)
-# mapped by mistake is refused on the host itself, where its UID is known.
-UID_FLOOR = (
-    f'floor=$1; shift; uid=$(id -u); if [ "$uid" -lt "$floor" ]; then {_BELOW_FLOOR}; exit 6; '
-    'fi; exec "$@"'
-)
-
-
 def run_as(
     host: Host, username: str, argv: list[str], timeout=None, min_uid: int | None = None
 ) -> CommandResult:
@@ -227,28 +110,10 @@ def run_as(
 
 # --- a launcher: one shell kept open per account, for many short calls ------------------------
 
-# A shell kept open as one account on the service's own machine that runs what run_as would,
-# one request at a time: a call then costs the fork and exec of its own command, instead of
-# setpriv, a shell in the account's home and a UID check each. A request is a line with the
-# number of lines that follow, then the UID floor and the argv, an item a line. The answer
-# is the command's output, a line break and "--done-- TOKEN STATUS"; its errors go to the
-# shell's stderr. The token ($1) is unguessable, so no output is taken for the end.
-# The scripts this module sends (SPAWN, WAIT_EXIT, ...) are given to the shell once, as its
-# arguments after the token and SCRIPT_MARK; an item SCRIPT_MARK + N stands for the Nth. A
-# shell's `read` takes its input a byte at a time (it must not read past the line), so a
-# start sending its 2 KB of scripts on every call cost about 2,500 system calls before it
-# could begin.
+# A shell kept open as one account on the service's own machine (jobs/scripts/launcher.sh).
+# The scripts this module sends are given to it once; an item SCRIPT_MARK + N stands for the
+# Nth.
 SCRIPT_MARK = "\x01"
-LAUNCHER = (
-    'token=$1 mark=$2; shift 2; i=0; for s; do eval "s$i=\\$s"; i=$((i+1)); done; '
-    "uid=$(id -u); while IFS= read -r n; do set --; "
-    'while [ $# -lt "$n" ]; do IFS= read -r item || exit 0; case $item in "$mark"*) '
-    'k=${item#"$mark"}; case $k in ""|*[!0-9]*) ;; *) eval "item=\\$s$k";; esac;; esac; '
-    'set -- "$@" "$item"; done; '
-    f'floor=$1; shift; if [ "$uid" -lt "$floor" ]; then {_BELOW_FLOOR}; status=6; '
-    'else "$@" < /dev/null; status=$?; fi; '
-    'printf "\\n--done-- %s %s\\n" "$token" "$status"; done'
-)
 
 
 def _launcher_scripts() -> tuple[str, ...]:
@@ -277,12 +142,13 @@ class Launcher:
         for stream in (self.proc.stdout, self.proc.stderr):
             os.set_blocking(stream.fileno(), False)
 
-    @staticmethod
-    def can_pass(items: list[str]) -> bool:
+    def can_pass(self, items: list[str]) -> bool:
         """Whether a request of these items can be written (an item a line, none taken for
-        a script's name)."""
+        a script's name). The scripts it was given pass by their names, line breaks and all."""
         return not any(
-            "\n" in item or "\0" in item or item.startswith(SCRIPT_MARK) for item in items
+            "\n" in item or "\0" in item or item.startswith(SCRIPT_MARK)
+            for item in items
+            if item not in self.named
         )
 
     def run(self, argv: list[str], timeout: float, min_uid: int = 0) -> CommandResult:
@@ -414,13 +280,6 @@ def spawn(host: Host, username: str, argv: list[str], min_uid: int) -> Spawned:
     return Spawned(int(pid) if pid.isdigit() else None, path)
 
 
-# A task's pid and log path after its starter died: "PID LOGPATH" as SPAWN prints them, with
-# no PID if the window never started (SPAWN removes an old pid file before starting it).
-STARTED = _RESOLVE_DIR + (
-    'name=$2; printf "%s %s\\n" "$(cat "$dir/$name.pid" 2>/dev/null)" "$dir/$name.log"'
-)
-
-
 def started(host: Host, username: str, name: str) -> tuple[int | None, str]:
     """(pid of the task's window, or None if it never started; its log path)."""
     argv = ["sh", "-c", STARTED, "sh", log_dir(), name]
@@ -470,7 +329,7 @@ def _parse_time(text: str) -> datetime | None:
 
 
 def wait_for_exit(
-    host: Host, username: str, name: str, seconds: float, then: list[str] = ()
+    host: Host, username: str, name: str, seconds: float, then: Sequence[str] = ()
 ) -> tuple[SessionState | None, str | None]:
     """(the task's end as its exit file tells it, the output of ``then`` run right after);
     (None, None) after about ``seconds`` without the file (the session may still have died:
@@ -488,20 +347,6 @@ def free_port(host: Host, username: str) -> int:
     """A TCP port free on the host now (the kernel's pick for bind(0))."""
     out = _checked(run_as(host, username, ["python3", "-c", FREE_PORT]), "finding a free port")
     return int(out.strip())
-
-
-# The new part of each given log: for each pair FILE OFFSET, a line "@@ SIZE START" (or
-# "@@ -" without the file), then base64 of at most LIMIT bytes from START: START is the
-# offset, 0 if the file is now shorter (rewritten), or SIZE - KEEP when more than KEEP bytes
-# are new (the service keeps only that much). base64 keeps the bytes exact and the markers
-# apart from the text.
-READ_LOGS = (
-    "keep=$1 limit=$2; shift 2; while [ $# -ge 2 ]; do f=$1 start=$2; shift 2; "
-    'if [ ! -f "$f" ]; then echo "@@ -"; continue; fi; size=$(($(wc -c < "$f"))); '
-    '[ "$start" -gt "$size" ] && start=0; [ $((size - start)) -gt "$keep" ] && '
-    'start=$((size - keep)); echo "@@ $size $start"; '
-    'tail -c +$((start + 1)) "$f" | head -c "$limit" | base64; done; true'
-)
 
 
 @dataclass

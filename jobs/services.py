@@ -7,28 +7,33 @@ wins), the host is called, then the outcome is written.
 """
 
 import logging
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Case, Value, When, prefetch_related_objects
 from django.utils import timezone
 
-from accesscontrol.accounts import RunAs, spawn_min_uid
+from accesscontrol.accounts import RunAs, account_for, spawn_min_uid
 from accesscontrol.permissions import can
+from allocation.rule import Processes, start_rule
 from audit.log import record
-from monitoring import lease
+from core import lease
 from monitoring.models import Device, Host
-from queueing.availability import start_rule  # the queue belongs to the jobs layer
 from reservations.models import Reservation
 
-from . import accounts, remote, templating
+from . import remote, templating
 from .models import Job, Task
 
 log = logging.getLogger(__name__)
 SIGNALS = {"interrupt": "INT", "terminate": "TERM", "kill": "KILL"}
+# Who asks for a start or a stop: a user, or None for the service (scheduler, workers).
+Asker = User | None
 
 
 @dataclass
@@ -37,8 +42,8 @@ class TaskSpec:
 
     host: Host
     template: str
-    parameters: dict = field(default_factory=dict)
-    env: dict = field(default_factory=dict)
+    parameters: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
     devices: list[Device] = field(default_factory=list)
     scheduled_start: datetime | None = None
     scheduled_stop: datetime | None = None
@@ -48,7 +53,7 @@ class TaskSpec:
 # --- creating ------------------------------------------------------------------------------
 
 
-def check_spec(owner, spec: TaskSpec) -> None:
+def check_spec(owner: User, spec: TaskSpec) -> None:
     for device in spec.devices:
         if device.host_id != spec.host.pk:
             raise ValidationError(f"GPU {device} is not on host {spec.host}.")
@@ -59,7 +64,7 @@ def check_spec(owner, spec: TaskSpec) -> None:
         check_reservation(owner, spec.reservation, spec.devices)
 
 
-def check_reservation(owner, reservation: Reservation, devices: list[Device]) -> None:
+def check_reservation(owner: User, reservation: Reservation, devices: list[Device]) -> None:
     if reservation.owner_id != owner.pk:
         raise ValidationError("A task can only be attached to a reservation of its owner.")
     if not reservation.holds_devices:
@@ -74,7 +79,7 @@ def command_of(spec: TaskSpec) -> str:
     return templating.render(spec.template, spec.parameters)
 
 
-def preview(specs: list[TaskSpec], shown: int = 20) -> dict:
+def preview(specs: list[TaskSpec], shown: int = 20) -> dict[str, object]:
     """How many tasks the specs make and the first ``shown`` of their command lines, as the
     job page will show them, without saving anything."""
     commands = [
@@ -105,7 +110,7 @@ def _new_task(job: Job, spec: TaskSpec) -> Task:
     return task
 
 
-def follow_reservation(reservation: Reservation, old_start, old_end) -> None:
+def follow_reservation(reservation: Reservation, old_start: datetime, old_end: datetime) -> None:
     """Tasks attached to a reservation start and stop with it: when it moves or ends early,
     the times they took from it move too (times their owner set apart stay); when it is
     cancelled, their pending tasks will not start."""
@@ -128,7 +133,7 @@ def follow_reservation(reservation: Reservation, old_start, old_end) -> None:
         )
 
 
-def check_unfinished_cap(owner, adding: int) -> None:
+def check_unfinished_cap(owner: User, adding: int) -> None:
     """One user's unfinished tasks in jobs stay under JOBS_MAX_UNFINISHED_TASKS_PER_USER, so
     one person's thousands of tasks cannot slow every sync and start for everybody.
 
@@ -154,7 +159,13 @@ def add_task(job: Job, spec: TaskSpec) -> Task:
 
 @transaction.atomic
 def create_job(
-    owner, *, name: str, specs: list[TaskSpec], description="", template="", capped=True
+    owner: User,
+    *,
+    name: str,
+    specs: list[TaskSpec],
+    description: str = "",
+    template: str = "",
+    capped: bool = True,
 ) -> Job:
     """A job with one task per spec; all or nothing. ``capped=False`` is for the queue's
     starts only: those tasks were counted against the queue's own cap when they were queued.
@@ -176,7 +187,11 @@ def create_job(
     return job
 
 
-def grid_specs(data: dict, **schedule) -> list[TaskSpec]:
+def grid_specs(
+    data: dict[str, Any],
+    scheduled_start: datetime | None = None,
+    scheduled_stop: datetime | None = None,
+) -> list[TaskSpec]:
     """One spec per combination of a grid's value lists (all, or ``samples`` of them drawn
     with ``seed``), from the cleaned data of the grid form or of the API's grid."""
     combos = templating.grid(data["values"], data.get("samples"), data.get("seed"))
@@ -187,7 +202,8 @@ def grid_specs(data: dict, **schedule) -> list[TaskSpec]:
             parameters=combo,
             env=data["env"],
             devices=list(data["devices"]),
-            **schedule,
+            scheduled_start=scheduled_start,
+            scheduled_stop=scheduled_stop,
         )
         for combo in combos
     ]
@@ -204,7 +220,7 @@ def spec_of(task: Task) -> TaskSpec:
     )
 
 
-def duplicate_job(job: Job, user) -> Job:
+def duplicate_job(job: Job, user: User) -> Job:
     """A new pending copy of a job, owned by whoever duplicates it (so it runs as them)."""
     specs = [spec_of(t) for t in job.tasks.select_related("host").prefetch_related("devices")]
     return create_job(
@@ -219,14 +235,14 @@ def duplicate_job(job: Job, user) -> Job:
 # --- starting ------------------------------------------------------------------------------
 
 
-def check_may_run(user, task: Task) -> None:
+def check_may_run(user: Asker, task: Task) -> None:
     """Only the owner starts a task (it runs as their account); admins cannot run as others."""
     if user is not None and user.pk != task.job.owner_id:
         raise PermissionDenied("Only the job's owner can start its tasks: they run as the owner.")
 
 
-def check_can_start(task: Task, now: datetime, processes=None) -> RunAs | None:
-    """The start rule (queueing.availability) allows the owner on every GPU of the task,
+def check_can_start(task: Task, now: datetime, processes: Processes | None = None) -> RunAs | None:
+    """The start rule (allocation.rule) allows the owner on every GPU of the task,
     over its run (until its scheduled stop, else the reservation horizon); every reason
     is said. ``processes``: what nvidia-smi showed just now, per host id, if asked.
     Returns the UNIX account the rule found for the owner on the task's host, with its UID
@@ -255,7 +271,7 @@ def planned_argv(task: Task) -> list[str]:
     return remote.spawn_argv(task.session_name, task.command, task_env(task))
 
 
-def spawn_task(task: Task, user, processes=None) -> Task:
+def spawn_task(task: Task, user: Asker, processes: Processes | None = None) -> Task:
     """Start a pending task in a detached screen session on its host, as the owner.
 
     ``user`` is who asks (None for the scheduler); refusals raise and change nothing.
@@ -264,7 +280,7 @@ def spawn_task(task: Task, user, processes=None) -> Task:
     return launch_claimed(task, claimed_as=claim_start(task, user, processes))
 
 
-def claim_start(task: Task, user, processes=None) -> RunAs:
+def claim_start(task: Task, user: Asker, processes: Processes | None = None) -> RunAs:
     """The checks of a start, then the task marked "starting" (exactly one caller wins) and
     audited; no host is called, so a request may do this and leave the launch to a worker.
     Returns the account it runs as (for ``launch_claimed`` in this process)."""
@@ -275,9 +291,7 @@ def claim_start(task: Task, user, processes=None) -> RunAs:
         )
     now = timezone.now()
     prefetch_related_objects([task], "devices")  # read once for the checks, argv and audit
-    account = check_can_start(task, now, processes) or accounts.account_for(
-        task.job.owner, task.host
-    )
+    account = check_can_start(task, now, processes) or account_for(task.job.owner, task.host)
     username = account.name
     argv = planned_argv(task)
     claimed = Task.objects.filter(pk=task.pk, status=Task.Status.PENDING).update(
@@ -335,7 +349,9 @@ def launch_claimed(task: Task, claimed_as: RunAs | None = None) -> Task:
     return task
 
 
-def rerun_task(task: Task, user, start=None) -> Task:
+def rerun_task(
+    task: Task, user: Asker, start: Callable[[Task, Asker], object] | None = None
+) -> Task:
     """Run an ended task that did not succeed again: a new task of the same job with the same
     command, GPUs and environment, started now as the owner. The old one keeps its status,
     exit code and log, and points to the new run; a refused start leaves nothing behind.
@@ -363,7 +379,7 @@ def rerun_task(task: Task, user, start=None) -> Task:
     return new
 
 
-def _finish(task: Task, status: str, **fields) -> bool:
+def _finish(task: Task, status: str | Case, **fields: object) -> bool:
     """Mark an active task ended; False if it had already ended (someone else saw it first)."""
     fields.setdefault("ended_at", timezone.now())
     done = Task.objects.filter(pk=task.pk, status__in=Task.ACTIVE).update(status=status, **fields)
@@ -376,14 +392,15 @@ def _finish(task: Task, status: str, **fields) -> bool:
 # --- stopping ------------------------------------------------------------------------------
 
 
-def check_may_stop(user, task: Task) -> None:
+def check_may_stop(user: Asker, task: Task) -> None:
     """The owner and admins may stop a task; the signal is sent as the owner's account."""
     if user is not None and not can(user, "change", task):
         raise PermissionDenied("Only the job's owner or an admin can stop its tasks.")
 
 
-def check_signal(task: Task, user, action: str) -> None:
-    """Whether ``user`` may send the signal of ``action`` to the task now (host not asked)."""
+def check_signal(task: Task, user: Asker, action: str) -> int:
+    """Whether ``user`` may send the signal of ``action`` to the task now (host not asked);
+    the process to send it to."""
     if action not in SIGNALS:
         raise ValidationError(f"Unknown action {action!r}: use one of {', '.join(SIGNALS)}.")
     check_may_stop(user, task)
@@ -391,16 +408,17 @@ def check_signal(task: Task, user, action: str) -> None:
         raise ValidationError(
             f"Task {task.pk} is {task.get_status_display().lower()}: nothing to stop."
         )
+    return task.pid
 
 
-def signal_task(task: Task, user, action: str, kill_after: float | None = None) -> Task:
+def signal_task(task: Task, user: Asker, action: str, kill_after: float | None = None) -> Task:
     """Send SIGINT/SIGTERM/SIGKILL (action interrupt/terminate/kill) to the task's processes.
 
     ``kill_after``: seconds after which the workers send SIGKILL if it still runs.
     """
-    check_signal(task, user, action)
+    pid = check_signal(task, user, action)
     try:
-        remote.send_signal(task.host, task.unix_username, SIGNALS[action], [task.pid])
+        remote.send_signal(task.host, task.unix_username, SIGNALS[action], [pid])
     except remote.RemoteError as exc:
         raise ValidationError(str(exc)) from None
     now = timezone.now()
@@ -422,7 +440,7 @@ def signal_task(task: Task, user, action: str, kill_after: float | None = None) 
     return task
 
 
-def stop_task(task: Task, user) -> Task:
+def stop_task(task: Task, user: Asker) -> Task:
     """Graceful stop: SIGTERM now, SIGKILL after JOBS_STOP_GRACE_SECONDS if still running."""
     return signal_task(task, user, "terminate", kill_after=settings.JOBS_STOP_GRACE_SECONDS)
 
@@ -495,7 +513,7 @@ def waiting_summary(waiting: list[Task]) -> str:
 
 
 def await_end(
-    task: Task, seconds: float, then: list[str] = ()
+    task: Task, seconds: float, then: Sequence[str] = ()
 ) -> tuple[remote.SessionState | None, str | None]:
     """Wait on the host (up to ``seconds``) for the task to end, and tell it without recording
     it (``record_end`` does, when the caller has done what is more urgent): (its state, or
@@ -531,7 +549,7 @@ def record_end(task: Task, state: remote.SessionState) -> bool:
     return False
 
 
-def interrupted_starts(host_ids=None) -> list[Task]:
+def interrupted_starts(host_ids: Iterable[int] | None = None) -> list[Task]:
     """Tasks "starting" for longer than JOBS_START_TIMEOUT: whoever started them died (a
     worker killed mid-start; django-q ends any task before that), between claiming the task
     and recording its screen session."""
@@ -561,7 +579,7 @@ def recover_start(task: Task) -> str:
     return "retried"
 
 
-def tasks_to_sync(host_ids=None):
+def tasks_to_sync(host_ids: Iterable[int] | None = None) -> list[Task]:
     tasks = Task.objects.filter(status__in=[Task.Status.RUNNING, Task.Status.STOPPING])
     if host_ids is not None:
         tasks = tasks.filter(host_id__in=host_ids)
@@ -577,7 +595,7 @@ def _applies(task: Task, action: str) -> bool:
     return task.status in (Task.Status.RUNNING, Task.Status.STOPPING)
 
 
-def error_text(exc) -> str:
+def error_text(exc: Exception) -> str:
     """A ValidationError's (or PermissionDenied's) messages as one sentence for people."""
     return " ".join(getattr(exc, "messages", [str(exc)]))
 
@@ -585,7 +603,7 @@ def error_text(exc) -> str:
 ACTIONS = ("spawn", "interrupt", "terminate", "kill", "stop")
 
 
-def act(task: Task, user, action: str) -> Task:
+def act(task: Task, user: Asker, action: str) -> Task:
     """One action on one task, by ``user`` (spawn runs as the owner, whoever asks; spawning
     a task that failed or was stopped runs it again as a new task)."""
     if action == "spawn":
@@ -595,7 +613,12 @@ def act(task: Task, user, action: str) -> Task:
     return signal_task(task, user, action)
 
 
-def act_on(tasks, user, action: str, do=None) -> list[tuple[Task, str]]:
+def act_on(
+    tasks: Iterable[Task],
+    user: Asker,
+    action: str,
+    do: Callable[[Task, Asker, str], Task] | None = None,
+) -> list[tuple[Task, str]]:
     """The action on each task that it applies to; (task, "" or why not) per task.
 
     Tasks in a state the action does not apply to (e.g. "kill" on a finished task) are

@@ -17,7 +17,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-from monitoring import lease
+from core import lease
 from monitoring.models import Host
 from notifications.send import notify
 

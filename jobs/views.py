@@ -1,31 +1,28 @@
-"""Job pages: list, create (the guided form, task rows, distributed template), detail,
-actions, logs.
+"""Job pages: list, create (task rows, distributed template; the guided form's page, which
+also queues, is board.newjob), detail, actions, logs.
 
-Pages never reach a host (hiveproject/middleware.py): they read the database, which the
+Pages never reach a host (core/hostcalls.py): they read the database, which the
 workers keep up to date. Actions (start, stop, signals) are checked and handed to the
-workers (jobs/actions.py), and the page follows the tasks' states live; logs are served as
-the workers last fetched them; a distributed job's free ports are asked of the workers.
+workers (jobs/actions.py), and the page follows the tasks' states live from the API
+(/api/jobs/<id>/, /api/tasks/<id>/log/); logs are served as the workers last fetched them;
+a distributed job's free ports are asked of the workers.
 """
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Prefetch
-from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_POST
 
 from accesscontrol.permissions import restrict
-from board.templatetags.hive_time import absolute
-from board.tiles import board_rows
-from hiveproject.ids import MAX_ID, is_whole_number
-from queueing.placing import usability
-from reservations.views import signed_in_json
+from core.ids import MAX_ID, is_whole_number
+from core.templatetags.hive_time import absolute
 
-from . import actions, distributed, guided, services, templating
+from . import actions, distributed, services, templating
 from .api import attach_hint, log_download
-from .forms import DistributedForm, JobForm, NewJobForm, TaskRowFormSet
+from .forms import DistributedForm, JobForm, TaskRowFormSet
 from .models import Job, Task
 
 
@@ -80,49 +77,6 @@ def _schedule(data) -> dict:
 
 
 @login_required
-def job_new(request):
-    """The guided form: the command, where (GPUs picked on a list with their live state, or
-    N GPUs the service picks), the values (with a live preview), and when it starts. A link
-    may preset where and when (``?where=devices&devices=12&when=now``)."""
-    form = NewJobForm(request.POST or None, user=request.user, initial=_preset(request.GET))
-    if request.method == "POST" and form.is_valid():
-        outcome = guided.submit(form, request.user)
-        if outcome is not None:
-            return _made(request, outcome)
-    status = 400 if request.method == "POST" else 200
-    picker = gpu_picker(request, form)
-    context = {"form": form, "picker": picker, "usable_now": _usable_now(picker)}
-    return render(request, "jobs/new.html", context, status=status)
-
-
-def _preset(query) -> dict:
-    """The choices a link presets; the form shows them, and checks them only when sent."""
-    preset = {name: query[name] for name in ("where", "when", "host") if name in query}
-    if "devices" in query:
-        preset["devices"] = query.getlist("devices")
-    return preset
-
-
-def _made(request, outcome: guided.Outcome):
-    """Where the guided form goes once it has made something, and what it says there."""
-    if outcome.queued:
-        names = ", ".join(f"'{q}'" for q in outcome.queued[:3])
-        more = f" and {len(outcome.queued) - 3} more" if len(outcome.queued) > 3 else ""
-        messages.success(
-            request, f"Queued {names}{more}: each starts by itself when its GPUs are free."
-        )
-        return redirect("queue")
-    job = outcome.job
-    if outcome.start:
-        _report(request, list(job.tasks.select_related("host", "job__owner")), "spawn")
-    elif job.tasks.filter(scheduled_start__isnull=False).exists():
-        messages.success(request, "Job created: it starts at the time you set (see below).")
-    else:
-        messages.success(request, "Job created: check the commands below, then start it.")
-    return redirect("job-detail", job.pk)
-
-
-@login_required
 def job_rows(request):
     """A job from task rows: each row a host, GPUs, and values for the template's fields."""
     rows = TaskRowFormSet(request.POST or None, prefix="rows")
@@ -145,44 +99,6 @@ def job_rows(request):
     return _creation_page(request, "jobs/rows.html", JobForm(request.POST or None), build, rows)
 
 
-def gpu_picker(request, form) -> list:
-    """The hosts and their GPUs with the board's live state (free, busy, reserved by X, a
-    job...) and whether the user may start on each now (the start rule, and why not), for
-    the form's GPU picker; the ones already chosen stay ticked."""
-    chosen = {str(c) for c in form["devices"].value() or []}
-    why_not = {device.pk: reasons for device, reasons in usability(request.user)}
-    rows = board_rows(request.user)
-    for row in rows:
-        row.gpus = [gpu for gpu in row.gpus if not gpu["lost"]]  # the form refuses lost GPUs
-        for gpu in row.gpus:
-            gpu["chosen"] = str(gpu["id"]) in chosen
-            reasons = why_not.get(gpu["id"], [])
-            gpu["usable"] = not reasons
-            gpu["why_not"] = reasons[0].text if reasons else ""
-    return [row for row in rows if row.gpus]
-
-
-def _usable_now(picker: list) -> tuple[int, int]:
-    """(GPUs the user may start on now, GPUs listed)."""
-    gpus = [gpu for row in picker for gpu in row.gpus]
-    return sum(gpu["usable"] for gpu in gpus), len(gpus)
-
-
-# The form's fields that decide the commands; the rest (where, when) do not.
-PREVIEW_FIELDS = ("template", "env", "values", "samples", "seed")
-
-
-@require_POST
-@signed_in_json
-def job_new_preview(request):
-    """The guided form's tasks before it is sent: {"count", "commands"} (the first 20), built
-    by the code that creates them; errors per field in the API's shape, and nothing saved."""
-    form = NewJobForm(request.POST, user=request.user)
-    form.is_valid()
-    errors = {name: form.errors[name] for name in PREVIEW_FIELDS if name in form.errors}
-    if errors:
-        raise ValidationError(errors)
-    return JsonResponse(guided.preview(form.cleaned_data))
 
 
 @login_required
@@ -232,7 +148,7 @@ def job_action(request, pk):
     chosen = request.POST.getlist("tasks")
     if chosen:
         tasks = tasks.filter(pk__in=_ids(chosen))
-    _report(request, list(tasks), request.POST.get("action", ""))
+    report_action(request, list(tasks), request.POST.get("action", ""))
     return redirect("job-detail", job.pk)
 
 
@@ -242,13 +158,13 @@ def jobs_action(request):
     """An action on every task of the selected jobs (the list page's group actions)."""
     ids = _ids(request.POST.getlist("jobs"))
     tasks = Task.objects.filter(job__in=visible_jobs(request.user).filter(pk__in=ids))
-    _report(
+    report_action(
         request, list(tasks.select_related("host", "job__owner")), request.POST.get("action", "")
     )
     return redirect("job-list")
 
 
-def _report(request, tasks, action) -> None:
+def report_action(request, tasks, action) -> None:
     try:
         results = actions.request_all(tasks, request.user, action)
     except ValidationError as exc:
@@ -273,30 +189,6 @@ def status_text(task: Task) -> str:
     return f"Host unreachable since {absolute(since)}" if since else task.get_status_display()
 
 
-def task_state(task: Task, pending: str | None) -> dict:
-    """What the job page shows of a task and updates live."""
-    return {
-        "id": task.pk,
-        "status": task.status,
-        "status_display": status_text(task),
-        "pending_action": pending,
-        "error": task.error,
-        "exit_code": task.exit_code,
-        "has_log": bool(task.log_path),
-    }
-
-
-@login_required
-def job_states(request, pk):
-    """The tasks' states, polled by the job page while actions are under way."""
-    job = get_object_or_404(visible_jobs(request.user), pk=pk)
-    tasks = list(job.tasks.all())
-    pending = actions.open_actions([t.pk for t in tasks])
-    return JsonResponse(
-        {"status": job.status, "tasks": [task_state(t, pending.get(t.pk)) for t in tasks]}
-    )
-
-
 @login_required
 @require_POST
 def job_duplicate(request, pk):
@@ -312,22 +204,9 @@ def job_duplicate(request, pk):
 
 @login_required
 def task_log(request, pk):
-    """The log with live follow (the page polls task_log_piece)."""
+    """The log with live follow (the page polls /api/tasks/<id>/log/)."""
     task = visible_task(request.user, pk)
     return render(request, "jobs/log.html", {"task": task, "attach": attach_hint(task)})
-
-
-@login_required
-def task_log_piece(request, pk):
-    task = visible_task(request.user, pk)
-    offset = request.GET.get("offset", "0")
-    if not is_whole_number(offset):
-        return JsonResponse({"detail": "offset must be a whole number of bytes."}, status=400)
-    try:
-        piece = actions.log_piece(task, int(offset))
-    except ValidationError as exc:
-        return JsonResponse({"detail": services.error_text(exc)}, status=400)
-    return JsonResponse({**piece, "status": task.status, "exit_code": task.exit_code})
 
 
 @login_required

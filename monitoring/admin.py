@@ -2,8 +2,9 @@ from django.contrib import admin, messages
 from django.db.models import Count, Q
 from django.utils.html import format_html
 
-from . import lease
-from .models import Activity, Device, Host, WorkerCluster
+from core import lease
+
+from .models import Device, Host, WorkerCluster
 
 PROBE_NOW_ACTIVITY = "probe-now"
 
@@ -92,32 +93,6 @@ class DeviceAdmin(admin.ModelAdmin):
     list_filter = ["status", "host", "name"]
     search_fields = ["uuid", "name", "host__name"]
     readonly_fields = ["host", "index", "uuid", "first_seen", "last_seen"]
-
-
-@admin.register(Activity)
-class ActivityAdmin(admin.ModelAdmin):
-    """Background activities (probing loop, history cleanup): who runs them and how they fare."""
-
-    list_display = ["name", "holder", "lease_expires", "last_success_at", "last_summary", "error"]
-    search_fields = ["name", "last_summary", "last_error"]
-    readonly_fields = [
-        "name",
-        "holder",
-        "lease_expires",
-        "last_success_at",
-        "last_summary",
-        "last_error_at",
-        "last_error",
-    ]
-
-    @admin.display(description="last error")
-    def error(self, activity):
-        if not activity.last_error:
-            return ""
-        return f"{activity.last_error_at:%Y-%m-%d %H:%M:%S}: {activity.last_error[:80]}"
-
-    def has_add_permission(self, request):
-        return False
 
 
 @admin.register(WorkerCluster)

@@ -12,7 +12,7 @@ from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from hiveproject.pagination import LinkHeaderPagination, paged
+from core.pagination import LinkHeaderPagination, paged
 
 from .history import DISK_FIELDS, GPU_FIELDS, HOST_FIELDS, retention_limits
 from .models import Device, DiskMetric, GpuMetric, Host, HostMetric, Resolution
@@ -137,6 +137,16 @@ class DeviceHistorySerializer(HistorySerializer):
     device = serializers.IntegerField()
 
 
+class ContainerSerializer(serializers.Serializer):
+    """The Docker, Podman or Kubernetes container a GPU process runs in."""
+
+    id = serializers.CharField(help_text="Short id (12 hex digits).")
+    name = serializers.CharField(help_text="Empty when its engine could not be asked.")
+    runtime = serializers.CharField(
+        help_text="docker, podman, containerd, cri-o or kubernetes; empty when unsure."
+    )
+
+
 class ProcessSerializer(serializers.Serializer):
     """A GPU process from its host's last probe."""
 
@@ -145,9 +155,18 @@ class ProcessSerializer(serializers.Serializer):
     gpu_index = serializers.IntegerField(allow_null=True)
     gpu_uuid = serializers.CharField()
     pid = serializers.IntegerField(allow_null=True)
-    user = serializers.CharField(allow_null=True)
+    user = serializers.CharField(
+        allow_null=True,
+        help_text="The owner's UNIX account (in a container: its owner label's, or the "
+        "rootless user's); null: unknown.",
+    )
     command = serializers.CharField()
     memory_mib = serializers.IntegerField(allow_null=True)
+    container = ContainerSerializer(allow_null=True, help_text="null: not in a container.")
+    owner_text = serializers.CharField(
+        help_text='Whose it is, in words: "alice", "alice (container train-3)", '
+        '"container train-3 (owner unknown)", "unknown owner".'
+    )
 
 
 def history_response(request, rows, owner: dict, fields: list[str], extra=None) -> Response:

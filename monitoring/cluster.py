@@ -2,7 +2,7 @@
 notifications sender, a process of its own so that slow webhooks hold none of the workers.
 
 The web process and the worker cluster are new interpreters (`python -m
-hiveproject.webserver`, `manage.py qcluster`); memory is judged by PSS, and sharing pages is
+core.webserver`, `manage.py qcluster`); memory is judged by PSS, and sharing pages is
 no reason to fork them.
 """
 

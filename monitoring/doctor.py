@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 
+from . import hostscripts
 from .connections import pool
 from .inventory import record_host_key
 from .keys import public_key_line
@@ -19,8 +20,8 @@ class Check:
     warning: bool = False
 
 
-# Constant script; the tool name arrives as "$1".
-_HAS_TOOL = 'command -v "$1"'
+# Constant script (monitoring/scripts/has-tool.sh); the tool name arrives as "$1".
+HAS_TOOL = hostscripts.load("monitoring", "has-tool.sh")
 
 # A host without nvidia-smi is a CPU-only host: monitored (CPU, RAM, disks) and usable for
 # jobs without GPUs, so its absence is a warning, not a failure.
@@ -79,7 +80,7 @@ def _check_login(host: Host) -> Check:
 
 def _check_tool(host: Host, tool: str, fix: str) -> Check:
     try:
-        result = pool.run(host, ["sh", "-c", _HAS_TOOL, "sh", tool], timeout=10)
+        result = pool.run(host, ["sh", "-c", HAS_TOOL, "sh", tool], timeout=10)
     except CommandMissing:
         return Check(tool, False, "not found", fix)
     except TransportError as exc:

@@ -14,9 +14,11 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
+from core.models import Activity
+
 from .dbversion import UPGRADE_TAG
 from .loop import LOOP_ACTIVITY
-from .models import Activity, WorkerCluster
+from .models import WorkerCluster
 
 log = logging.getLogger(__name__)
 BROKER_TIMEOUT = 2  # seconds: a monitor's own timeout is typically 5-10 s

@@ -16,8 +16,9 @@ from django.db.models import Avg, Max, Min
 from django.db.models.functions import TruncHour, TruncMinute
 from django.utils import timezone
 
+from core.lease import record_failure, record_success
+
 from .bulk import insert_many
-from .lease import record_failure, record_success
 from .models import Device, DiskMetric, GpuMetric, Host, HostMetric, Resolution
 from .probes import ProbeResult
 

@@ -9,8 +9,10 @@ running as anyone else can run commands only as itself.
 import os
 import pwd
 
+from . import hostscripts
+
 # An SSH login starts in the account's home; a local command as that account does too.
-_IN_HOME = 'cd "$HOME" 2>/dev/null || cd /; exec "$@"'
+_IN_HOME = hostscripts.load("monitoring", "in-home.sh")
 
 
 def service_account() -> str:

@@ -26,7 +26,9 @@ from django.db import DatabaseError, close_old_connections, transaction
 from django.utils import timezone
 from django_q.models import Schedule
 
-from . import history, lease
+from core import lease
+
+from . import history
 from .inventory import record_probe, record_steady_probes
 from .models import Host
 from .probes import ProbeResult, probe_host, wants_versions

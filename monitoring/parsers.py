@@ -52,6 +52,9 @@ class GpuProcess:
     user: str | None
     command: str
     memory_mib: int | None
+    # The container it runs in ({"id", "name", "runtime"}), None outside one: set by
+    # monitoring.containers, which also decides ``user`` for such a process.
+    container: dict | None = None
 
     def as_dict(self):
         return dict(vars(self))  # flat values: asdict's result, without its deep copy

@@ -1,123 +1,28 @@
 """Probing one host in one round trip: GPUs, GPU processes with their owners, driver and CUDA
 versions, CPU (model, cores, load), RAM and the configured disks."""
 
+import shlex
 from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from . import parsers
+from . import containers, hostscripts, parsers
 from .connections import pool
 from .models import Host
 from .transport import CommandTimeout, HostKey, TransportError
 
-# The body of every probe, a shell function run as `sample VERSIONS TIMEOUT PATH...` (no
-# values pasted in: whether to ask for versions arrives as 1 or 0, the timeout and the disk
-# paths to measure as arguments). Sections start with "@@". `timeout -k` kills a hung
-# nvidia-smi on the host itself, so no zombie query piles up. Driver and CUDA versions come
-# from `nvidia-smi --version` (drivers since about R525), else from the header of
-# `-q -d COMPUTE` (older drivers refuse --version; the COMPUTE section keeps that report
-# short); being a third nvidia-smi run, only when asked. CPU utilisation is not measured
-# here: each caller prints two /proc/stat lines as the "@@stat" section.
-#
-# It runs on the lab's GPU servers every interval, beside their users' work, so it starts
-# only the programs that do the measuring (nvidia-smi under timeout, ps, df): the GPU
-# processes' pids, memory and the last df line are read with the shell's own `read`, `case`
-# and parameter expansions, not grep, awk, paste, tail or head (from 15 programs a sample to
-# 7; bench/probe_host_cost.py). The CPU count and model (2 greps over /proc/cpuinfo) come
-# from $hive_cpuinfo when the caller read them already: the session reads them at its start
-# and again when versions are asked (after a host was down, on "probe now").
-SAMPLE_FUNCTION = f"""
-cpuinfo() {{
-grep -c '^processor' /proc/cpuinfo
-grep -m1 -E '^(model name|Hardware|Processor|cpu model)[[:space:]]*:' /proc/cpuinfo
-}}
-sample() {{
-V="$1"; T="$2"; shift 2
-gq=$(timeout -k 2 "$T" nvidia-smi --query-gpu={",".join(parsers.GPU_QUERY_FIELDS)} \\
---format=csv,noheader,nounits 2>&1); grc=$?
-echo "@@gpus $grc"; printf '%s\\n' "$gq"
-if [ "$grc" -eq 0 ]; then
-  aq=$(timeout -k 2 "$T" nvidia-smi --query-compute-apps={",".join(parsers.APP_QUERY_FIELDS)} \\
---format=csv,noheader,nounits 2>&1); arc=$?
-  echo "@@apps $arc"; printf '%s\\n' "$aq"
-  # The second field of each line, where it is a number: the pids to look up.
-  pids=; ifs=$IFS; IFS='
-'; set -f
-  for line in $aq; do
-    pid=${{line#*,}}; pid=${{pid#"${{pid%%[! ]*}}"}}; pid=${{pid%%,*}}
-    case $pid in ''|*[!0-9]*) ;; *) pids=$pids${{pids:+,}}$pid ;; esac
-  done
-  IFS=$ifs; set +f
-  echo "@@ps"
-  # -q reads only these pids (-p reads every process on the host and keeps these: its cost
-  # grows with the host's process count); procps before 3.3.7 has no -q, hence -p after.
-  if [ -n "$pids" ]; then
-    psfmt=pid=,uid=,user:64=,args=
-    ps -ww -o "$psfmt" -q "$pids" 2>/dev/null || ps -ww -o "$psfmt" -p "$pids"
-  fi
-  if [ "$V" = 1 ]; then
-    echo "@@driver"
-    timeout -k 2 "$T" nvidia-smi --version 2>/dev/null || \\
-timeout -k 2 "$T" nvidia-smi -q -d COMPUTE 2>/dev/null
-  fi
-fi
-echo "@@meminfo"
-while IFS= read -r line; do
-  case $line in
-    MemTotal:*) printf '%s\\n' "$line" ;;
-    MemAvailable:*) printf '%s\\n' "$line"; break ;;
-  esac
-done < /proc/meminfo
-echo "@@cpuinfo"
-if [ -n "$hive_cpuinfo" ]; then printf '%s\\n' "$hive_cpuinfo"; else cpuinfo; fi
-echo "@@disks"
-for p in "$@"; do
-  if [ -e "$p" ]; then usage=$(df -P -k -- "$p" 2>/dev/null); printf '%s\\n%s\\n' "$p" "${{usage##*
-}}"; fi
-done
-}}
-"""
-
-# One probe in one round trip, run as `sh -c SCRIPT probe VERSIONS TIMEOUT PATH...`: CPU
-# utilisation over 0.2 s.
-PROBE_SCRIPT = (
-    SAMPLE_FUNCTION
-    + """
-hive_cpuinfo=
-read -r s0 < /proc/stat; sleep 0.2; read -r s1 < /proc/stat
-sample "$@"
-printf '@@stat\\n%s\\n%s\\n' "$s0" "$s1"
-"""
+# The nvidia-smi fields the probe asks (monitoring/scripts/sample.sh), in the order the
+# parsers read them: assigned before the script, quoted (though they are plain names).
+_FIELDS = (
+    f"gpu_fields={shlex.quote(','.join(parsers.GPU_QUERY_FIELDS))}\n"
+    f"app_fields={shlex.quote(','.join(parsers.APP_QUERY_FIELDS))}\n"
 )
-
-# A probe session (see sessions.py), run as `sh -c SCRIPT probe-session TIMEOUT PATH...`:
-# it answers each line it reads ("1" asks for versions too) with one sample, written at once
-# (one SSH packet) and closed by SESSION_END. CPU utilisation is measured between two
-# consecutive samples, so no sample sleeps; the first one measures over 0.2 s. Samples asked
-# back to back (a "probe now" right after a sample; a fast sample on an idle host) can read
-# /proc/stat twice within one clock tick, which tells nothing (0 ticks, no utilisation):
-# then, and only then, it waits for the next tick, in 10 ms steps up to 0.2 s. It ends when
-# its standard input closes (the service went away). Its errors are dropped, as the one-shot
-# probe's are, so the service never waits on them.
+# One probe in one round trip: `sh -c PROBE_SCRIPT probe VERSIONS TIMEOUT PATH...`.
+PROBE_SCRIPT = _FIELDS + hostscripts.load("monitoring", "probe.sh")
+# A probe session (see sessions.py): `sh -c SESSION_SCRIPT probe-session TIMEOUT PATH...`; it
+# answers each line it reads ("1" asks for versions too) with one sample, closed by SESSION_END.
+SESSION_SCRIPT = _FIELDS + hostscripts.load("monitoring", "probe-session.sh")
 SESSION_END = "@@end"
-SESSION_SCRIPT = (
-    SAMPLE_FUNCTION
-    + """
-exec 2>/dev/null
-T="$1"; shift
-hive_cpuinfo=$(cpuinfo)
-read -r prev < /proc/stat; sleep 0.2
-while read -r V; do
-  if [ "$V" = 1 ]; then hive_cpuinfo=$(cpuinfo); fi
-  out=$(sample "$V" "$T" "$@"); read -r now < /proc/stat; i=0
-  while [ "$now" = "$prev" ] && [ $i -lt 20 ]; do
-    sleep 0.01; read -r now < /proc/stat; i=$((i+1))
-  done
-  printf '%s\\n@@stat\\n%s\\n%s\\n@@end\\n' "$out" "$prev" "$now"
-  prev=$now
-done
-"""
-)
 
 NVIDIA_SMI_MISSING = "nvidia-smi not found: monitored as a CPU-only host"
 
@@ -175,10 +80,14 @@ def session_argv() -> list[str]:
     return ["sh", "-c", SESSION_SCRIPT, "probe-session", timeout, *settings.MONITORING_DISK_PATHS]
 
 
+# scripts/containers.sh: `docker inspect` and `podman inspect`, 3 s each and 1 s to kill.
+CONTAINER_INSPECTION_SECONDS = 2 * (3 + 1)
+
+
 def probe_timeout() -> float:
     """How long one probe may take: up to four nvidia-smi calls may each run up to the
-    timeout, plus their kill grace."""
-    return 4 * settings.NVIDIA_SMI_TIMEOUT + 10
+    timeout, plus their kill grace, and the container inspections theirs."""
+    return 4 * settings.NVIDIA_SMI_TIMEOUT + 10 + CONTAINER_INSPECTION_SECONDS
 
 
 def wants_versions(host: Host, force: bool = False) -> bool:
@@ -271,7 +180,27 @@ def _processes(sections: dict) -> list[parsers.GpuProcess]:
         return []
     apps = parsers.parse_app_query(text)
     ps = parsers.parse_ps(sections.get("ps", ("", ""))[1])
-    return parsers.join_processes(apps, ps)
+    return _in_containers(parsers.join_processes(apps, ps), ps, sections)
+
+
+def _in_containers(processes, ps: dict, sections: dict) -> list[parsers.GpuProcess]:
+    """The container of each process, and the owner of those in one (monitoring.containers)."""
+    probe_container, cgroups = containers.parse_cgroups(sections.get("cgroups", ("", ""))[1])
+    facts = containers.Facts(
+        cgroups=cgroups,
+        probe_container=probe_container,
+        inspected=containers.parse_inspect(sections.get("containers", ("", ""))[1]),
+        passwd=containers.parse_passwd(sections.get("passwd", ("", ""))[1]),
+        label_key=settings.CONTAINER_OWNER_LABEL,
+        first_personal_uid=settings.RUN_AS_MIN_UID,
+    )
+    for process in processes:
+        entry = ps.get(process.pid) if process.pid is not None else None
+        uid = entry.uid if entry else None
+        process.user, process.container = containers.attribute(
+            process.pid, uid, process.user, facts
+        )
+    return processes
 
 
 def _cpu(sections: dict) -> dict:

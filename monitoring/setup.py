@@ -9,6 +9,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
+from core.env import read_env_file
+
 from .models import Host
 
 
@@ -39,10 +41,7 @@ def configured_public_url() -> str:
     """PUBLIC_URL as the environment or hive.env sets it; "" while it is the built-in default."""
     if os.environ.get("PUBLIC_URL"):
         return os.environ["PUBLIC_URL"]
-    path = Path(settings.HIVE_DATA_DIR) / "hive.env"
-    lines = path.read_text().splitlines() if path.is_file() else []
-    values = dict(line.strip().partition("=")[::2] for line in lines if "=" in line)
-    return values.get("PUBLIC_URL", "").strip()
+    return read_env_file(Path(settings.HIVE_DATA_DIR) / "hive.env").get("PUBLIC_URL", "")
 
 
 def served_url(bind: str, port: int) -> str:

@@ -40,11 +40,12 @@ from django.utils import timezone
 from django_q.signals import post_execute_in_worker, post_spawn, pre_execute
 
 from audit.log import record
+from core import lease
+from core.models import Activity
 
-from . import lease
 from .cluster import ForkedChild
 from .loop import LOOP_ACTIVITY
-from .models import Activity, WorkerCluster
+from .models import WorkerCluster
 
 log = logging.getLogger("gpuhive.workers")
 

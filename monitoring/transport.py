@@ -11,7 +11,6 @@ that the web process, `serve` and `gpurun` on the local host never use.
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import select
 import shlex
@@ -22,6 +21,8 @@ import time
 from base64 import b64decode
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from core.hostcalls import refuse_in_request
 
 if TYPE_CHECKING:
     import paramiko
@@ -59,29 +60,6 @@ class CommandMissing(TransportError):
 
 class CommandTooLong(TransportError):
     """The command cannot be passed to the host (an argument too long, or a NUL byte)."""
-
-
-class HostCallInRequest(RuntimeError):
-    """A host was called while a web request was served: such calls belong to the workers.
-
-    Not a TransportError on purpose: callers that turn those into messages for users must
-    not hide this one."""
-
-
-# Set by hiveproject.middleware.NoHostCalls while a request is served (the request's path).
-serving_request: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "serving_request", default=None
-)
-
-
-def refuse_in_request(argv) -> None:
-    """HostCallInRequest while a web request is served: every transport asks this first."""
-    path = serving_request.get()
-    if path is not None:
-        raise HostCallInRequest(
-            f"{argv[0]!r} would run on a host while serving {path}: host calls belong to the "
-            "workers (enqueue the work and show its progress)"
-        )
 
 
 @dataclass

@@ -1,11 +1,6 @@
-import json
-
 from django.contrib.auth.decorators import login_required
-from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_http_methods
 
-from .forms import LayoutForm
 from .models import DashboardLayout, Host
 from .templatetags.monitoring_format import gib
 from .visibility import process_visibility, visible_processes
@@ -41,23 +36,3 @@ def disk_row(disk: dict) -> dict:
         "total_gib": gib(total),
         "percent": percent,
     }
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def dashboard_layout(request):
-    """Read or save the user's dashboard layout (JSON). Bad input: 400, nothing saved."""
-    if request.method == "GET":
-        return JsonResponse(DashboardLayout.for_user(request.user))
-    try:
-        data = json.loads(request.body or b"{}")
-    except (ValueError, UnicodeDecodeError):
-        return JsonResponse({"detail": "The body is not valid JSON."}, status=400)
-    if not isinstance(data, dict):
-        return JsonResponse({"detail": "Send a JSON object."}, status=400)
-    form = LayoutForm({k: json.dumps(v) for k, v in data.items()})
-    if not form.is_valid():
-        errors = {field: [str(e) for e in errs] for field, errs in form.errors.items()}
-        return JsonResponse({"detail": "The layout was not saved.", **errors}, status=400)
-    DashboardLayout.objects.update_or_create(user=request.user, defaults=form.cleaned_data)
-    return JsonResponse(form.cleaned_data)

@@ -9,6 +9,8 @@ ask it.
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from .containers import owner_text
+
 
 def process_visibility(viewer):
     """The rule, for one viewer (build it once per request or connection)."""
@@ -16,4 +18,9 @@ def process_visibility(viewer):
 
 
 def visible_processes(visibility, host, processes) -> list[dict]:
-    return [visibility.shown(host, process) for process in processes or []]
+    """Each process as the viewer may see it, with ``owner_text``: whose it is, in words
+    ("alice (container train-3)"), as every page and the API say it."""
+    return [
+        {**visibility.shown(host, process), "owner_text": owner_text(process)}
+        for process in processes or []
+    ]

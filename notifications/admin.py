@@ -9,7 +9,7 @@ from .models import Delivery
 
 @admin.register(Delivery)
 class DeliveryAdmin(admin.ModelAdmin):
-    list_display = ["event", "channel", "state", "attempts", "created", "sent_at"]
+    list_display = ["event", "channel", "state", "attempts", "last_error", "created", "sent_at"]
     list_filter = ["state", "event", "channel__kind"]
     # Not the channel's target: a webhook's address is a secret of its owner.
     search_fields = ["subject", "key", "channel__user__username", "last_error"]

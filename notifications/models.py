@@ -13,11 +13,14 @@ EVENTS = {
     "booking_ends": "Your booking ends soon",
     "idle_warning": "Your booking is idle",
     "booking_released": "Idle GPUs of your booking were given back",
+    "booking_withdrawn": "Your booking was cancelled because your access changed",
     "intruder": "Someone is on your reserved GPU",
     "on_others_gpu": "You are on someone else's GPU",
+    "intruder_admin": "Someone is on a GPU not theirs (admins' copy)",
     "job_ended": "Your job ended",
     "queued_started": "Your queued job started",
     "queued_waiting": "Your queued job has waited long",
+    "queued_stopped": "Your queued job was stopped to make room",
 }
 
 

@@ -1,7 +1,11 @@
 """Telling people: notify() records one delivery per channel; the notifications sender (a
 process of its own, notifications.sender) sends what is due, and again with backoff after a
 failure, until sent or given up. Whoever reports an event (a worker ending a job, starting a
-queued one, checking protection) never waits for a webhook.
+queued one, checking protection) never waits for a webhook or a mail server.
+
+The one way the service tells a person anything (reminders, withdrawn bookings, preempted
+jobs, intruders, idle GPUs, ended jobs): the person's channels and the events they chose
+apply to each. Password-reset mail is not a notice and does not come here (apitokens).
 
 Never twice: a delivery is claimed by a conditional UPDATE (pending and due -> sending)
 that only one sender wins, and the unique (channel, key) refuses a second delivery of the
@@ -25,27 +29,37 @@ State = Delivery.State
 STUCK_SECONDS = 600
 
 
-def channels_for(user, event: str, chat_only: bool = False) -> list[Channel]:
-    """The user's enabled channels that want this event; a user who never set any up gets
-    their mail address as the first channel (so mail stays the default)."""
-    if not chat_only and not user.channels.exists() and user.email:
+MAIL, CHAT = "mail", "chat"  # notify(via=...): the mail channels only, or the others only
+
+
+def channels_for(user, event: str, via: str | None = None) -> list[Channel]:
+    """The user's enabled channels that want this event (``via``: of that sort only); a user
+    who never set any up gets their mail address as the first channel (so mail stays the
+    default)."""
+    if via not in (None, MAIL, CHAT):
+        raise ValueError(f"unknown sort of channel {via!r}")
+    if via != CHAT and not user.channels.exists() and user.email:
         Channel.objects.get_or_create(user=user, kind=Channel.Kind.EMAIL, target="")
     channels = user.channels.filter(enabled=True)
-    if chat_only:
+    if via == MAIL:
+        channels = channels.filter(kind=Channel.Kind.EMAIL)
+    elif via == CHAT:
         channels = channels.exclude(kind=Channel.Kind.EMAIL)
     return [c for c in channels if event in c.events]
 
 
 def notify(user, event: str, key: str, subject: str, text: str, link: str = "", *,
-           chat_only: bool = False) -> int:  # fmt: skip
+           via: str | None = None) -> int:  # fmt: skip
     """Tell ``user`` about one event on each channel that wants it; returns how many
-    deliveries were recorded (the sender sends them).
+    deliveries were recorded (the sender sends them). The same ``key`` told again, by any
+    caller, records nothing more on a channel that has it.
 
-    ``chat_only``: for events another path already mails (protection's EmailHandler)."""
+    ``via``: MAIL or CHAT to tell on those channels only, where two callers share an event
+    between them (protection's EmailHandler mails, its NotifyHandler tells the rest)."""
     if event not in EVENTS:
         raise ValueError(f"unknown event {event!r}")
     recorded = 0
-    for channel in channels_for(user, event, chat_only):
+    for channel in channels_for(user, event, via):
         try:
             with transaction.atomic():
                 Delivery.objects.create(

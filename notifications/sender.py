@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from monitoring import lease
+from core import lease
 
 from .send import deliver, due
 

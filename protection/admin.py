@@ -32,7 +32,13 @@ class ViolationAdmin(RestrictedAdminMixin, admin.ModelAdmin):
         "ended_at",
     ]
     list_filter = ["device__host", ("ended_at", admin.EmptyFieldListFilter)]
-    search_fields = ["offender_unix", "command", "reservation_owner__username"]
+    search_fields = [
+        "offender_unix",
+        "command",
+        "container_name",
+        "container_id",
+        "reservation_owner__username",
+    ]
     date_hierarchy = "first_seen"
     list_select_related = ["device__host", "reservation_owner"]
     inlines = [HandlerRunInline]
@@ -42,6 +48,8 @@ class ViolationAdmin(RestrictedAdminMixin, admin.ModelAdmin):
         "offender",
         "pid",
         "command",
+        "container_id",
+        "container_name",
         "reservation",
         "reservation_owner",
         "first_seen",

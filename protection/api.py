@@ -34,6 +34,8 @@ class ViolationSerializer(serializers.ModelSerializer):
             "offender_user",
             "pid",
             "command",
+            "container_id",
+            "container_name",
             "first_seen",
             "last_seen",
             "ended_at",

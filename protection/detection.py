@@ -24,15 +24,15 @@ from datetime import datetime
 
 from django.db import transaction
 
-from jobs.models import Task
-from monitoring import lease
+from accesscontrol.owners import UnixNames, resolved_unix_name, service_user
+from allocation.holders import RESERVATION, TASK, holders
+from core import lease
 from monitoring.models import Device, Host
-from reservations.models import Reservation, ReservedDevice
+from reservations.models import Reservation
 
 from . import config
 from .handlers import queue_handlers
 from .models import CheckedProbe, Sighting, Violation
-from .owners import UnixNames, resolved_unix_name, service_user
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,7 @@ class Intrusion:
     command: str
     reservation: Reservation | None
     slot_start: datetime | None  # when the reservation began holding this GPU
+    container: dict | None = None  # {"id", "name", "runtime"}: see monitoring.containers
 
     def key(self) -> tuple:
         return (self.device.pk, self.pid, self.offender_unix, getattr(self.reservation, "pk", None))
@@ -68,7 +69,7 @@ def worth_checking(host_ids: list[int], at) -> bool:
         return True
     if level == config.OFF:
         return False
-    return holding_slots(Device.objects.filter(host__in=host_ids), at).exists()
+    return any(h.confirmed for h in holders(at, hosts=host_ids, kinds={RESERVATION}))
 
 
 def check_hosts(host_ids: list[int]) -> str:
@@ -117,42 +118,33 @@ def _probe_is_usable(host: Host) -> bool:
     return host.status == Host.Status.UP and snapshot.get("reachable") and host.last_probe_at
 
 
-def holding_slots(devices, at):
-    """The confirmed reservations' rows that hold these devices at ``at``."""
-    return ReservedDevice.objects.holding(at).filter(
-        device__in=devices, reservation__status=Reservation.Status.CONFIRMED
-    )
+def guards(host: Host, at) -> dict[int, tuple[Reservation, datetime]]:
+    """Device id -> the confirmed reservation holding it at ``at``, and since when it guards
+    it: its start, or its booking if it was booked "now" (the start may lie a grace minute
+    back): a process already running when it was booked is just ending there, like one
+    running at a start."""
+    held = [h for h in holders(at, hosts=[host.pk], kinds={RESERVATION}) if h.confirmed]
+    bookings = Reservation.objects.select_related("owner").in_bulk({h.holder_id for h in held})
+    return {
+        h.device_id: (bookings[h.holder_id], max(h.start, bookings[h.holder_id].created))
+        for h in held
+    }
 
 
-def active_slots(devices, at) -> dict[int, ReservedDevice]:
-    """Device id -> the confirmed reservation holding it at ``at``."""
-    slots = holding_slots(devices, at).select_related("reservation__owner")
-    return {slot.device_id: slot for slot in slots}
-
-
-def task_accounts(devices) -> dict[int, set[str]]:
-    """Device id -> the UNIX accounts of the service's running tasks on it (a job started
-    by hand or from the queue): at the strict level, such a task's GPUs are its owner's."""
+def task_accounts(host: Host, at) -> dict[int, set[str]]:
+    """Device id -> the UNIX accounts of the service's tasks holding it at ``at`` (a job
+    started by hand or from the queue): at the strict level, such a task's GPUs are its
+    owner's."""
     accounts: dict[int, set[str]] = {}
-    rows = Task.objects.filter(devices__in=devices, status__in=Task.ACTIVE).values_list(
-        "devices", "unix_username"
-    )
-    for device_id, unix in rows:
-        accounts.setdefault(device_id, set()).add(unix)
+    for holding in holders(at, hosts=[host.pk], kinds={TASK}):
+        accounts.setdefault(holding.device_id, set()).add(holding.run_as)
     return accounts
-
-
-def guarded_since(slot: ReservedDevice) -> datetime:
-    """When the reservation began to guard this GPU: its start, or its booking if it was
-    booked "now" (the start may lie a grace minute back): a process already running when
-    it was booked is just ending there, like one running at a start."""
-    return max(slot.start, slot.reservation.created)
 
 
 def find_intrusions(host: Host, level: str, at) -> list[Intrusion]:
     devices = {d.uuid: d for d in host.devices.all()}
-    slots = active_slots(devices.values(), at)
-    tasks = task_accounts(devices.values()) if level == config.STRICT else {}
+    slots = guards(host, at)
+    tasks = task_accounts(host, at) if level == config.STRICT else {}
     names, rules = UnixNames(host), config.allow_rules()
     intrusions = []
     for process in host.last_snapshot.get("processes") or []:
@@ -163,10 +155,9 @@ def find_intrusions(host: Host, level: str, at) -> list[Intrusion]:
         command = process.get("command") or ""
         if config.is_allowed(unix, command, rules):
             continue
-        slot = slots.get(device.pk)
-        if slot is None and (level != config.STRICT or unix in tasks.get(device.pk, ())):
+        reservation, since = slots.get(device.pk, (None, None))
+        if reservation is None and (level != config.STRICT or unix in tasks.get(device.pk, ())):
             continue
-        reservation = slot.reservation if slot else None
         if reservation and unix is not None and unix == names.of(reservation.owner):
             continue
         intrusions.append(
@@ -176,7 +167,8 @@ def find_intrusions(host: Host, level: str, at) -> list[Intrusion]:
                 unix or "",
                 command,
                 reservation,
-                guarded_since(slot) if slot else None,
+                since,
+                process.get("container"),
             )
         )
     return intrusions
@@ -256,6 +248,15 @@ def _sight(sighting: Sighting | None, intrusion: Intrusion, seen_at) -> Sighting
     return sighting
 
 
+def container_fields(container: dict | None) -> dict:
+    """The container a violation's process runs in, as the Violation stores it."""
+    container = container or {}
+    return {
+        "container_id": container.get("id", ""),
+        "container_name": container.get("name", "")[: Violation.CONTAINER_NAME_LENGTH],
+    }
+
+
 def _open(host: Host, intrusion: Intrusion, first_seen, last_seen) -> Violation:
     reservation = intrusion.reservation
     offender = service_user(host, intrusion.offender_unix) if intrusion.offender_unix else None
@@ -267,6 +268,7 @@ def _open(host: Host, intrusion: Intrusion, first_seen, last_seen) -> Violation:
         offender=offender,
         pid=intrusion.pid,
         command=intrusion.command,
+        **container_fields(intrusion.container),
         first_seen=first_seen,
         last_seen=last_seen,
     )

@@ -3,10 +3,9 @@
 from django.conf import settings
 from django.db import models
 
+from monitoring.containers import describe_owner
 from monitoring.models import Device, Host
 from reservations.models import Reservation
-
-UNKNOWN_OWNER = "unknown owner"
 
 
 class ProcessOnGpuKey:
@@ -67,7 +66,8 @@ class Violation(ProcessOnGpuKey, models.Model):
 
     Updated each cycle it is still there (``last_seen``), ended when it is gone
     (``ended_at``). ``offender_unix`` is empty when the owner could not be resolved (a
-    container's numeric uid, a PID that ps could not see): "unknown owner", never a guess.
+    container's numeric uid, a container without an owner label whose process runs as root,
+    a PID that ps could not see): "unknown owner", never a guess.
     ``reservation`` is empty for unreserved use flagged by the strict level.
     """
 
@@ -97,6 +97,13 @@ class Violation(ProcessOnGpuKey, models.Model):
     )
     pid = models.PositiveIntegerField()
     command = models.TextField(blank=True)
+    CONTAINER_NAME_LENGTH = 128
+    # The Docker, Podman or Kubernetes container the process ran in (monitoring.containers);
+    # empty outside one.
+    container_id = models.CharField(
+        max_length=12, blank=True, default="", help_text="Short id of its container, if any."
+    )
+    container_name = models.CharField(max_length=CONTAINER_NAME_LENGTH, blank=True, default="")
     first_seen = models.DateTimeField()
     last_seen = models.DateTimeField()
     ended_at = models.DateTimeField(null=True, blank=True)
@@ -110,7 +117,8 @@ class Violation(ProcessOnGpuKey, models.Model):
 
     @property
     def offender_name(self) -> str:
-        return self.offender_unix or UNKNOWN_OWNER
+        """ "alice", "alice (container train-3)", "container train-3 (owner unknown)"."""
+        return describe_owner(self.offender_unix or None, self.container_id, self.container_name)
 
     @property
     def is_open(self) -> bool:

@@ -2,7 +2,7 @@
 
 from django.dispatch import receiver
 
-from monitoring import lease
+from core import lease
 from monitoring.signals import cycle_finished
 
 from .detection import ACTIVITY, worth_checking

@@ -3,7 +3,7 @@
 from django.contrib import admin
 
 from accesscontrol.permissions import RestrictedAdminMixin
-from hiveproject.admin_actions import apply_each
+from core.admin_actions import apply_each
 
 from . import services
 from .models import GpuClaim, QueuedJob, QueuedTask, QueueQuota, QueueRun

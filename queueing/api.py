@@ -9,14 +9,15 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from accesscontrol.permissions import RestrictedViewSetMixin
-from hiveproject.ids import IdField
-from hiveproject.pagination import LinkHeaderPagination, paged
+from allocation import placing, rule
+from allocation.placement import Request
+from core.ids import IdField
+from core.pagination import LinkHeaderPagination, paged
 from jobs.api import literal_values
 from monitoring.models import Device, Host
 
-from . import availability, placing, services
+from . import services
 from .models import QueuedJob, QueuedTask, QueueRun
-from .placement import Request
 
 
 class QueuedTaskSerializer(serializers.ModelSerializer):
@@ -139,7 +140,7 @@ class QueuedJobViewSet(
         data.is_valid(raise_exception=True)
         data = data.validated_data
         # A service's ValidationError / PermissionDenied become the API's 400 / 403 in
-        # hiveproject.api_errors.exception_handler.
+        # core.api_errors.exception_handler.
         queued = services.enqueue(
             request.user,
             name=data["name"],
@@ -167,9 +168,7 @@ class QueuedJobViewSet(
 
 
 class ReasonSerializer(serializers.Serializer):
-    code = serializers.ChoiceField(
-        choices=availability.CODES, help_text="Stable: scripts may test it."
-    )
+    code = serializers.ChoiceField(choices=rule.CODES, help_text="Stable: scripts may test it.")
     device = serializers.IntegerField(help_text="The GPU's id.")
     detail = serializers.CharField(help_text="The reason, for people.")
     lasting = serializers.BooleanField(

@@ -7,4 +7,9 @@ class QueueingConfig(AppConfig):
     verbose_name = "Queue"
 
     def ready(self):
+        from allocation import holders
+
         from . import permissions, receivers  # noqa: F401  (rules and signal receivers)
+        from .models import claim_holdings
+
+        holders.register(holders.QUEUE_RUN, claim_holdings)

@@ -9,11 +9,11 @@ or before gpurun returns. While gpurun runs, its job is marked as still fed (Job
 renewed every RENEW_FEED), so that a gap between two commands is not told as the job's end;
 gpurun tells the end when it returns, however it returns, and the service's sync does once
 the mark lapses if gpurun was killed outright. Each start checks the start rule
-(queueing.availability) once, given what nvidia-smi on the host showed right after our last
+(allocation.rule) once, given what nvidia-smi on the host showed right after our last
 task there ended (so any process is someone else's), in the same transaction that records
 the task and claims it: a refused start leaves nothing behind. A GPU refused is skipped, and
 said so, until it passes; one refused for a lasting reason (no grant now or later, no
-account, a ban without end: see queueing.availability) is given up, and when every GPU asked
+account, a ban without end: see allocation.rule) is given up, and when every GPU asked
 is given up gpurun ends with an error instead of waiting for ever. On the service's own
 machine each worker keeps one shell open as the user (jobs.remote.launchers), which runs its
 starts and waits.
@@ -32,6 +32,7 @@ from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from accesscontrol.accounts import RunAs
+from allocation.rule import may_start
 from jobs import services as job_services
 from jobs.models import Job, Task
 from jobs.tasks import tell_job_ended
@@ -39,8 +40,6 @@ from monitoring import parsers
 from monitoring.connections import pool
 from monitoring.models import Device, Host
 from monitoring.transport import TransportError
-
-from .availability import may_start
 
 
 class Lines:

@@ -16,6 +16,8 @@ from django.db import models
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
+from allocation import placement
+from allocation.holders import QUEUE_RUN, Holding
 from jobs.models import Job
 from monitoring.models import Device, Host
 
@@ -107,10 +109,7 @@ class QueuedTask(models.Model):
     per host on that host's share, with HIVE_NODE_RANK, HIVE_NNODES and HIVE_MASTER_ADDR set.
     """
 
-    class Kind(models.TextChoices):
-        DEVICES = "devices", "These GPUs"
-        ONE_HOST = "one_host", "N GPUs on one host"
-        ANY_HOSTS = "any_hosts", "N GPUs on any hosts"
+    Kind = placement.Kind  # how it asks for GPUs
 
     queued_job = models.ForeignKey(QueuedJob, on_delete=models.CASCADE, related_name="tasks")
     template = models.TextField(help_text="Command template with {name} fields.")
@@ -185,6 +184,34 @@ class GpuClaim(models.Model):
 
     def __str__(self):
         return f"{self.device} for {self.run}"
+
+
+def claim_holdings(devices, start, end) -> list[Holding]:
+    """Claims as holders of their GPUs (allocation.holders): from the round that placed the
+    run until the run ends (its claims are deleted then), so only present ones exist."""
+    claims = GpuClaim.objects.all()
+    if devices is not None:
+        claims = claims.filter(device_id__in=devices)
+    if end is not None or start is not None:  # not those made after the time asked about
+        claims = claims.filter(created__lt=end) if end else claims.filter(created__lte=start)
+    rows = claims.values_list(
+        "device_id", "run_id", "run__queued_job__owner_id", "run__queued_job__owner__username",
+        "created", "run__queued_job__name", "run__job_id", "run__opportunistic",
+        "run__queued_job__state",
+    )  # fmt: skip
+    # An opportunistic run that has started may be stopped for a job within its quota.
+    running = QueuedJob.State.RUNNING
+    return [
+        Holding(
+            QUEUE_RUN,
+            *held,
+            None,
+            name=name,
+            job_id=job,
+            preemptible=opportunistic and state == running,
+        )
+        for *held, name, job, opportunistic, state in rows  # held: device, run, owner, since
+    ]
 
 
 class DispatchRequest(models.Model):

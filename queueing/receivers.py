@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
-from monitoring import lease
+from core import lease
 from monitoring.signals import cycle_finished
 from reservations.models import Reservation
 

@@ -20,26 +20,25 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils import timezone
 
+from allocation.placement import Pool, Request, Slot, place_job, place_request
+from allocation.rule import Cluster, gpu_name, lost_sentence, when
 from audit.log import record
+from core import lease
 from jobs import actions as job_actions
 from jobs import services as job_services
 from jobs.models import Task, derive_status
-from monitoring import lease
 from monitoring.models import Device
 from notifications.send import notify
 from reservations.models import Reservation, ReservedDevice
 
 from . import services
-from .availability import Cluster, gpu_name, lost_sentence, when
 from .models import DispatchRequest, GpuClaim, QueuedJob, QueuedTask, QueueRun
-from .placement import Pool, Request, Slot, place_job, place_request
 
 log = logging.getLogger(__name__)
 ACTIVITY = "queue-dispatch"
@@ -217,22 +216,20 @@ def preempt(run: QueueRun, reason: str) -> None:
     requeue = queued.requeue_on_preemption
     stop_run(run, reason, requeue=requeue, outcome=Outcome.PREEMPTED)
     record("queue.preempt", target=queued, reason=reason, requeued=requeue)
-    tell_owner(queued, reason, requeue)
+    tell_owner(run, reason, requeue)
 
 
-def tell_owner(queued: QueuedJob, reason: str, requeue: bool) -> None:
-    if not queued.owner.email:
-        return
+def tell_owner(run: QueueRun, reason: str, requeue: bool) -> None:
+    """Tell the owner their queued job is being stopped, on their channels (once per run)."""
+    queued = run.queued_job
     then = (
         "It goes back to the queue and starts again by itself when GPUs are free."
         if requeue
         else "You asked not to requeue it: queue it again when you want."
     )
     body = f"Your queued job '{queued}' is being stopped: {reason}.\n\n{then}\n"
-    try:
-        send_mail(f"GPU Hive: queued job '{queued}' stopped", body, None, [queued.owner.email])
-    except Exception as exc:  # a mail server problem must not stop the preemption
-        lease.record_failure(ACTIVITY, f"mail to {queued.owner}: {exc}")
+    subject = f"GPU Hive: queued job '{queued}' stopped"
+    notify(queued.owner, "queued_stopped", f"queue-run-{run.pk}-stopped", subject, body)
 
 
 def lead() -> timedelta:

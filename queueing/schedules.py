@@ -5,7 +5,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from monitoring import lease
+from core import lease
 from monitoring.loop import ensure_minute_schedules
 from notifications.send import notify
 

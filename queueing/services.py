@@ -15,8 +15,9 @@ from django.db.models import Sum
 from django.template.defaultfilters import pluralize
 
 from accesscontrol.permissions import can
+from allocation.placement import MAX_GPUS_PER_TASK, check_named_devices
 from audit.log import record
-from hiveproject.api_errors import Conflict
+from core.api_errors import Conflict
 from jobs import services as job_services
 from jobs import templating
 from monitoring.models import Device, Host
@@ -26,7 +27,6 @@ from .models import QueuedJob, QueuedTask, QueueQuota, QueueRun
 
 Kind = QueuedTask.Kind
 MIN_PRIORITY = -100
-MAX_GPUS_PER_TASK = 64
 
 
 @dataclass
@@ -62,17 +62,6 @@ def check_request(request: TaskRequest) -> None:
         raise ValidationError(f"A task asks for 1 to {MAX_GPUS_PER_TASK} GPUs.")
     if request.host is not None and request.kind != Kind.ONE_HOST:
         raise ValidationError("A host can be chosen only with 'N GPUs on one host'.")
-
-
-def check_named_devices(devices: list[Device]) -> None:
-    """GPUs named for one task: at least one, all on one host."""
-    if not devices:
-        raise ValidationError("Name at least one GPU, or ask for a number of GPUs.")
-    if len({d.host_id for d in devices}) > 1:
-        raise ValidationError(
-            "Named GPUs of one task must be on one host (a task runs on one "
-            "host); use one task per host."
-        )
 
 
 def priority_limit(user, group: Group | None) -> int:

@@ -1,10 +1,10 @@
 from django.contrib import admin
 
 from accesscontrol.permissions import RestrictedAdminMixin
-from hiveproject.admin_actions import apply_each
+from core.admin_actions import apply_each
 
 from . import services
-from .models import CalendarChoice, Reservation, ReservedDevice, SentNotification
+from .models import CalendarChoice, Reservation, ReservedDevice
 
 
 class ReservedDeviceInline(admin.TabularInline):
@@ -55,15 +55,6 @@ class ReservationAdmin(RestrictedAdminMixin, admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False  # bookings are made in the calendar or the API, under the rules
-
-
-@admin.register(SentNotification)
-class SentNotificationAdmin(admin.ModelAdmin):
-    list_display = ["reservation", "kind", "device_key", "sent"]
-    list_filter = ["kind"]
-    search_fields = ["reservation__title", "reservation__owner__username"]
-    date_hierarchy = "sent"
-    readonly_fields = ["reservation", "kind", "device_key", "sent"]
 
 
 @admin.register(CalendarChoice)

@@ -7,8 +7,8 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from accesscontrol.models import check_calendar_year, site_zone
-from hiveproject.ids import MAX_ID
+from core.ids import MAX_ID
+from core.zones import check_calendar_year, site_zone
 
 from .models import Reservation, ReservedDevice
 

@@ -63,7 +63,7 @@ class Reservation(models.Model):
 
     class Meta:
         # Ties broken in the index's own order (its rows end with the id), so a page cut by
-        # offset is read along the index (hiveproject.pagination).
+        # offset is read along the index (core.pagination).
         ordering = ["start", "end", "id"]
         indexes = [models.Index(fields=["start", "end"])]
         constraints = [
@@ -122,34 +122,6 @@ class CalendarChoice(models.Model):
 
     def __str__(self):
         return f"calendar of {self.user}"
-
-
-class SentNotification(models.Model):
-    """One mail sent about one event of a reservation; the unique key stops a second one."""
-
-    class Kind(models.TextChoices):
-        STARTS = "starts", "Starts soon"
-        ENDS = "ends", "Ends soon"
-        IDLE = "idle", "Reserved GPU idle"
-
-    reservation = models.ForeignKey(
-        Reservation, on_delete=models.CASCADE, related_name="notifications"
-    )
-    kind = models.CharField(max_length=10, choices=Kind.choices)
-    # The GPU an idle warning is about; 0 for the reservation as a whole (NULL is never
-    # equal to NULL in a unique constraint, so it could not stop duplicates).
-    device_key = models.PositiveIntegerField(default=0)
-    sent = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["reservation", "kind", "device_key"], name="notification_sent_once"
-            )
-        ]
-
-    def __str__(self):
-        return f"{self.get_kind_display()}: {self.reservation}"
 
 
 def new_feed_token() -> str:

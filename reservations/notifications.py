@@ -1,27 +1,31 @@
-"""Mails about reservations: reminders before start and end, and idle reserved GPUs.
+"""Notices about reservations: reminders before start and end, and idle reserved GPUs, told
+to the owner on their notification channels (mail unless they chose otherwise).
 
-Each mail is claimed first by inserting its SentNotification row; the unique constraint
-(reservation, kind, device) makes the claim fail for a second sender, so the same event is
-never mailed twice however often or in how many workers the schedule runs. If sending
-fails, the claim is rolled back with it, and the next run tries again.
+Each notice has one key per event (reservation, kind, GPU); the notifications app records
+it once per channel however often or in how many workers the schedule runs (the unique
+(channel, key) of its deliveries), and its sender sends it, again after a failure.
 """
 
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.core.mail import send_mail
-from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from accesscontrol.zones import user_zone
 from monitoring.models import GpuMetric, Resolution
 from notifications.send import notify
 
 from .calendar import device_label
-from .models import Reservation, SentNotification
-from .zones import user_zone
+from .models import Reservation
 
-Kind = SentNotification.Kind
-CHAT_EVENTS = {Kind.STARTS: "booking_starts", Kind.ENDS: "booking_ends", Kind.IDLE: "idle_warning"}
+STARTS, ENDS, IDLE = "starts", "ends", "idle"
+EVENTS = {STARTS: "booking_starts", ENDS: "booking_ends", IDLE: "idle_warning"}
+
+
+def notice_key(reservation_id: int, kind: str, device_id: int = 0) -> str:
+    """The notice's identity; the device is 0 for the reservation as a whole. (Migration
+    reservations 0006 wrote the notices sent before in this form: keep them alike.)"""
+    return f"reservation-{reservation_id}-{kind}-{device_id}"
 
 
 def _minutes(name: str) -> timedelta:
@@ -38,21 +42,9 @@ def _when(reservation: Reservation, instant: datetime) -> str:
 
 
 def notify_once(reservation, kind: str, subject: str, body: str, device_key: int = 0) -> bool:
-    """Send one mail for this event unless it was sent before; True if sent now."""
-    if not reservation.owner.email:
-        return False
-    try:
-        with transaction.atomic():
-            SentNotification.objects.create(
-                reservation=reservation, kind=kind, device_key=device_key
-            )
-            send_mail(subject, body, None, [reservation.owner.email])
-    except IntegrityError:
-        return False  # already sent (or being sent by another worker)
-    # The owner's chat channels too (mail went above); once per event, retried on failure.
-    key = f"reservation-{reservation.pk}-{kind}-{device_key}"
-    notify(reservation.owner, CHAT_EVENTS[kind], key, subject, body, chat_only=True)
-    return True
+    """Tell the owner about this event unless it was told before; True if told now."""
+    key = notice_key(reservation.pk, kind, device_key)
+    return bool(notify(reservation.owner, EVENTS[kind], key, subject, body))
 
 
 def remind_starts(now: datetime) -> int:
@@ -62,7 +54,7 @@ def remind_starts(now: datetime) -> int:
     return sum(
         notify_once(
             r,
-            Kind.STARTS,
+            STARTS,
             f"Your reservation '{r.title}' starts soon",
             f"'{r.title}' starts {_when(r, r.start)} and ends {_when(r, r.end)}.",
         )
@@ -79,7 +71,7 @@ def remind_ends(now: datetime) -> int:
     return sum(
         notify_once(
             r,
-            Kind.ENDS,
+            ENDS,
             f"Your reservation '{r.title}' ends soon",
             f"'{r.title}' ends {_when(r, r.end)}; save your work, "
             "or extend the reservation if the GPUs are still free.",
@@ -112,7 +104,7 @@ def warn_idle(now: datetime) -> int:
         for device in idle_devices(reservation, now):
             sent += notify_once(
                 reservation,
-                Kind.IDLE,
+                IDLE,
                 f"Reserved GPU {device_label(device)} is idle",
                 f"GPU {device_label(device)} of your reservation '{reservation.title}' has been "
                 f"idle for {minutes} minutes. If you no longer need it, cancel or shorten the "

@@ -3,7 +3,7 @@
 from django.dispatch import receiver
 
 from accesscontrol.signals import grants_changed
-from monitoring import lease
+from core import lease
 
 from .tasks import RECHECK_ACTIVITY
 

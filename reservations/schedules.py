@@ -1,11 +1,11 @@
 """The scheduled work of reservations (django-q2), registered by `manage.py serve`."""
 
-from monitoring import lease
+from core import lease
 from monitoring.loop import ensure_minute_schedules
 
 from . import notifications, usage
 
-NOTIFY_ACTIVITY = "reservation-mails"
+NOTIFY_ACTIVITY = "reservation-mails"  # the name admins know; the notices go to any channel
 USAGE_ACTIVITY = "reservation-usage"
 SCHEDULES = {
     "reservations: reminders and idle warnings": ("reservations.schedules.run_notifications", 1),
@@ -24,7 +24,7 @@ def run_notifications() -> str:
     except Exception as exc:  # recorded where admins look, then re-raised for django-q2
         lease.record_failure(NOTIFY_ACTIVITY, exc)
         raise
-    summary = ", ".join(f"{count} {kind}" for kind, count in sent.items()) + " mail(s) sent"
+    summary = ", ".join(f"{count} {kind}" for kind, count in sent.items()) + " notice(s) told"
     lease.record_success(NOTIFY_ACTIVITY, summary)
     return summary
 

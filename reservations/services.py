@@ -15,7 +15,7 @@ from django.utils import timezone
 from accesscontrol.coverage import check_access, local_text
 from accesscontrol.permissions import managed_hosts
 from audit.log import record
-from hiveproject.api_errors import Conflict
+from core.api_errors import Conflict
 from monitoring.models import Device, Host
 
 from .models import Reservation, ReservedDevice

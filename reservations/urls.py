@@ -7,10 +7,6 @@ from .api import ReservationViewSet
 
 urlpatterns = [
     path("calendar/", views.calendar_page, name="reservations-calendar"),
-    path("calendar/events/", views.calendar_events, name="reservations-events"),
-    path("calendar/book/", views.book, name="reservations-book"),
-    path("calendar/<int:pk>/", views.reservation_json, name="reservations-detail"),
-    path("calendar/<int:pk>/cancel/", views.cancel, name="reservations-cancel"),
     path("overview/", views.overview_page, name="reservations-overview"),
     path("mine/", views.mine_page, name="reservations-mine"),
     path("usage/", views.usage_summary, name="reservations-usage"),

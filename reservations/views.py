@@ -1,82 +1,26 @@
-"""Pages of reservations and the calendar's JSON endpoints.
-
-The JSON endpoints call reservations.services like the API does and answer errors in the
-API's shape ({"detail": ..., <field>: [...]}), so the calendar shows the same messages.
-Times travel as wall-clock text in the user's own zone (see reservations.zones).
+"""Pages of reservations. The calendar's script reads and writes bookings through the API
+(/api/reservations/, /api/access/), like every other client.
 """
 
-import json
 from datetime import date, datetime, time, timedelta
-from functools import wraps
 from itertools import groupby
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from accesscontrol.models import check_calendar_year
-from hiveproject.api_errors import Conflict
+from accesscontrol.zones import user_zone
+from core.zones import check_calendar_year
 from monitoring.models import Device
 
 from . import calendar, ical, overview, services, stats
-from .api import as_api_error
 from .filters import id_list
 from .models import CalendarChoice, CalendarFeed, Reservation
 from .usage import usage_of
-from .zones import parse_wall, user_zone, wall_text
-
-
-def signed_in_json(view):
-    """Like login_required, but a JSON 403 instead of a redirect to the login page."""
-
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        if not (request.user.is_authenticated and request.user.is_active):
-            return JsonResponse({"detail": "Sign in first."}, status=403)
-        try:
-            return view(request, *args, **kwargs)
-        except ValidationError as exc:
-            return JsonResponse(as_api_error(exc).detail, status=400)
-        except PermissionDenied as exc:
-            return JsonResponse({"detail": str(exc) or "Not allowed."}, status=403)
-        except Reservation.DoesNotExist:
-            return JsonResponse({"detail": "No such reservation."}, status=404)
-        except Conflict as exc:
-            return JsonResponse({"detail": str(exc)}, status=409)
-
-    return wrapper
-
-
-def _json_body(request) -> dict:
-    try:
-        body = json.loads(request.body or b"{}")
-    except (ValueError, UnicodeDecodeError):
-        raise ValidationError("The request body is not JSON.") from None
-    if not isinstance(body, dict):
-        raise ValidationError("The request body must be a JSON object.")
-    return body
-
-
-def _devices(ids: list[int]) -> list[Device]:
-    devices = list(Device.objects.filter(pk__in=ids).select_related("host"))
-    missing = sorted(set(ids) - {d.pk for d in devices})
-    if missing:
-        raise ValidationError({"devices": f"Unknown GPU id(s): {missing}."})
-    return devices
-
-
-def _title(body: dict) -> str:
-    title = str(body.get("title") or "").strip()
-    if not title:
-        raise ValidationError({"title": "Give the reservation a title."})
-    if len(title) > 200:
-        raise ValidationError({"title": "A title has at most 200 characters."})
-    return title
-
 
 # --- the week calendar ------------------------------------------------------------------------
 
@@ -106,93 +50,6 @@ def calendar_page(request):
         "narrowed": len(devices),
     }
     return render(request, "reservations/calendar.html", context)
-
-
-@require_GET
-@signed_in_json
-def calendar_events(request):
-    zone = user_zone(request.user)
-    start = parse_wall(request.GET.get("start", ""), zone, "start")
-    end = parse_wall(request.GET.get("end", ""), zone, "end")
-    if not timedelta(0) < end - start <= timedelta(days=42):
-        raise ValidationError(
-            {"end": "Ask for a range of up to six weeks, ending after it starts."}
-        )
-    requested = request.GET.get("devices")
-    requested = id_list(requested, "devices") if requested else None
-    devices = calendar.chosen_devices(request.user, requested)
-    return JsonResponse(
-        {"events": calendar.calendar_events(request.user, devices, start, end, zone)}
-    )
-
-
-@require_POST
-@signed_in_json
-def book(request):
-    body, zone = _json_body(request), user_zone(request.user)
-    reservation = services.create_reservation(
-        request.user,
-        title=_title(body),
-        description=str(body.get("description") or ""),
-        devices=_devices(id_list(body.get("devices") or [], "devices")),
-        start=parse_wall(body.get("start"), zone, "start"),
-        end=parse_wall(body.get("end"), zone, "end"),
-    )
-    return JsonResponse(_details(reservation, request.user, zone), status=201)
-
-
-def _details(reservation: Reservation, user, zone) -> dict:
-    now = timezone.now()
-    usage = usage_of(reservation, now)
-    return {
-        "id": reservation.pk,
-        "title": reservation.title,
-        "description": reservation.description,
-        "owner": reservation.owner.get_username(),
-        "status": reservation.status,
-        "status_text": reservation.get_status_display(),
-        "note": reservation.note,
-        "start": wall_text(reservation.start, zone),
-        "end": wall_text(reservation.end, zone),
-        "devices": [calendar.device_label(d) for d in reservation.devices.all()],
-        "device_ids": [d.pk for d in reservation.devices.all()],
-        "ongoing": reservation.start <= now < reservation.end and reservation.holds_devices,
-        "may_change": reservation.holds_devices
-        and reservation.end > now
-        and (user.is_superuser or reservation.owner_id == user.pk),
-        "usage": None if usage is None else usage.__dict__,
-    }
-
-
-def _reservation(pk) -> Reservation:
-    return Reservation.objects.select_related("owner").prefetch_related("devices__host").get(pk=pk)
-
-
-@signed_in_json
-def reservation_json(request, pk):
-    """GET: details (everyone signed in sees the calendar); POST: edit (owner or admin)."""
-    reservation, zone = _reservation(pk), user_zone(request.user)
-    if request.method == "POST":
-        body = _json_body(request)
-        changes = {"title": _title(body), "description": str(body.get("description") or "")}
-        for field in ("start", "end"):
-            if body.get(field):
-                changes[field] = parse_wall(body[field], zone, field)
-        if "devices" in body:
-            changes["devices"] = _devices(id_list(body["devices"], "devices"))
-        services.update_reservation(reservation, request.user, **changes)
-        reservation = _reservation(pk)
-    elif request.method != "GET":
-        return JsonResponse({"detail": "Use GET or POST."}, status=405)
-    return JsonResponse(_details(reservation, request.user, zone))
-
-
-@require_POST
-@signed_in_json
-def cancel(request, pk):
-    reservation = _reservation(pk)
-    services.cancel_reservation(reservation, request.user)
-    return JsonResponse(_details(_reservation(pk), request.user, user_zone(request.user)))
 
 
 # --- the long-term overview -------------------------------------------------------------------

@@ -16,6 +16,7 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 
 from tests import leftovers
+from tests.mailbox import smtp  # noqa: F401 (the fixture, for every test that mails)
 
 # Test files that depend on the profile, besides those marked `profile` in their own module.
 # A directory covers every file under it.

@@ -28,6 +28,7 @@ from tests.realparts import children, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SSH_MODULES = ("paramiko", "nacl", "invoke", "bcrypt")
+DIRECTORY_MODULES = ("ldap", "django_auth_ldap", "mozilla_django_oidc", "jwt", "cryptography")
 
 # The web process once it has answered: the ASGI application and every URL's view.
 WEB = """
@@ -65,6 +66,13 @@ def test_the_web_process_loads_no_ssh_library(tmp_path):
     loaded = top_modules(WEB, tmp_path)
     assert "rest_framework" in loaded and "django_q" in loaded  # the app itself was loaded
     assert loaded.isdisjoint(SSH_MODULES), loaded & set(SSH_MODULES)
+
+
+def test_the_web_process_loads_no_directory_library_while_sign_in_with_one_is_off(tmp_path):
+    """python-ldap, mozilla-django-oidc and their crypto: about 16 MiB (accesscontrol.signin)."""
+    loaded = top_modules(WEB, tmp_path)
+    assert "rest_framework" in loaded
+    assert loaded.isdisjoint(DIRECTORY_MODULES), loaded & set(DIRECTORY_MODULES)
 
 
 def test_the_web_process_on_sqlite_loads_no_postgresql_driver(tmp_path):
@@ -108,7 +116,7 @@ def test_the_cluster_is_qcluster_and_its_supervisor_loads_no_ssh_library(tmp_pat
 
 @pytest.mark.django_db(transaction=True)
 def test_under_serve_the_web_process_is_the_bounded_server_and_loads_no_ssh_library(tmp_path):
-    """`manage.py serve` as run: the web process is `python -m hiveproject.webserver` (as the
+    """`manage.py serve` as run: the web process is `python -m core.webserver` (as the
     systemd unit runs it), answers, and maps none of paramiko's crypto."""
     gpu_root = tmp_path / "gpus"
     fake_local_gpus(gpu_root)
@@ -122,7 +130,7 @@ def test_under_serve_the_web_process_is_the_bounded_server_and_loads_no_ssh_libr
         assert len(web) == 1, web
         command = Path(f"/proc/{web[0]}/cmdline").read_bytes().split(b"\0")
         bind = [b"-b", b"127.0.0.1", b"-p", str(port).encode()]
-        assert command[1:7] == [b"-m", b"hiveproject.webserver", *bind]
+        assert command[1:7] == [b"-m", b"core.webserver", *bind]
         assert "/nacl/_sodium" not in maps(web[0])
     finally:
         serve.kill_all()

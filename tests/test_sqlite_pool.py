@@ -1,4 +1,4 @@
-"""SQLite connections kept open between requests (hiveproject/sqlite3): reused when safe,
+"""SQLite connections kept open between requests (core/sqlite3): reused when safe,
 never carrying uncommitted work, a replaced database file or a parent's connection into a
 forked child."""
 
@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.db import connection
 
-from hiveproject.sqlite3.base import DatabaseWrapper
+from core.sqlite3.base import DatabaseWrapper
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

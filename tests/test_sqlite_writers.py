@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from hiveproject.sqlite3.base import DatabaseBusy
+from core.sqlite3.base import DatabaseBusy
 from monitoring.bulk import insert_many, update_many
 from monitoring.models import Host, HostMetric
 from tests.api.test_contention import other_writer

@@ -4,7 +4,7 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from .hive_time import when
+from core.templatetags.hive_time import when
 
 register = template.Library()
 

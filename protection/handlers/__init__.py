@@ -25,7 +25,7 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from monitoring import lease
+from core import lease
 
 from .. import config
 from ..models import HandlerRun, Violation

@@ -1,10 +1,16 @@
-"""Mail the offender (and optionally the reservation's owner and the admins)."""
+"""Mail the offender (and optionally the reservation's owner and the admins), through the
+notifications app: each person's mail channels that want the event, sent (and retried) by
+the notifications sender. The name stays, as admins list it in VIOLATION_HANDLERS.
+
+Each person's notice of one violation has the key NotifyHandler gives it too, so a mail
+channel told by both handlers gets one mail."""
 
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
-from django.core.mail import send_mail
 from django.utils import timezone
+
+from notifications.send import MAIL, notify
 
 from ..models import HandlerRun, Violation
 from . import Handler, Skip, texts
@@ -35,16 +41,16 @@ class EmailHandler(Handler):
             raise Skip(f"already mailed about {violation.offender_name} on this reservation")
         if self.sent >= self.max_per_cycle:
             raise Skip(f"cap of {self.max_per_cycle} mails per cycle reached")
-        offender, others = self.recipients(violation)
-        if not (offender or others):
-            raise Skip("nobody to mail (no e-mail address known)")
         subject = f"GPU Hive: {violation.offender_name} on {texts.gpu_text(violation)}"
-        if offender:
-            send_mail(subject, texts.to_offender(violation), None, offender)
-        if others:
-            send_mail(subject, texts.to_owner(violation), None, others)
+        mailed = [
+            user.get_username()
+            for user, event, role, text in self.recipients(violation)
+            if notify(user, event, f"violation-{violation.pk}-{role}", subject, text, via=MAIL)
+        ]
+        if not mailed:
+            raise Skip("nobody to mail (no mail address or mail channel for this, or mailed)")
         self.sent += 1
-        return f"mailed {', '.join(offender + others)}"[:255]
+        return f"mailed {', '.join(mailed)}"[:255]
 
     def recently_mailed(self, violation: Violation) -> bool:
         """Rate limit per offender per reservation (on that host), across violations."""
@@ -57,15 +63,19 @@ class EmailHandler(Handler):
             violation__reservation=violation.reservation_id,
         ).exists()
 
-    def recipients(self, violation: Violation) -> tuple[list[str], list[str]]:
-        offender = []
-        if self.to_offender and violation.offender and violation.offender.email:
-            offender = [violation.offender.email]
-        others = []
-        owner = violation.reservation_owner
-        if self.to_owner and owner and owner.email:
-            others.append(owner.email)
+    def recipients(self, violation: Violation) -> list[tuple]:
+        """(user, event, role in the key, text) for each person to mail, each person once:
+        the offender, the owner, then the admins."""
+        offender, owner = violation.offender, violation.reservation_owner
+        found = []
+        if self.to_offender and offender is not None:
+            found.append((offender, "on_others_gpu", "offender", texts.to_offender(violation)))
+        if self.to_owner and owner is not None:
+            found.append((owner, "intruder", "owner", texts.to_owner(violation)))
         if self.to_admins:
             admins = get_user_model().objects.filter(is_superuser=True, is_active=True)
-            others += [e for e in admins.values_list("email", flat=True) if e]
-        return offender, sorted(set(others) - set(offender))
+            found += [(a, "intruder_admin", "admin", texts.to_owner(violation)) for a in admins]
+        once: dict = {}  # each person once, in that order
+        for entry in found:
+            once.setdefault(entry[0].pk, entry)
+        return list(once.values())

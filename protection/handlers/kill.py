@@ -45,7 +45,7 @@ class KillHandler(Handler):
         if state is None:
             raise Skip(f"process {violation.pid} had already ended")
         if state != violation.offender_unix:
-            raise Skip(f"PID {violation.pid} now belongs to {state}: not killed")
+            raise Skip(_not_theirs(violation, state))
         via = self.signal(violation, "TERM")
         signal = "TERM"
         if not self.wait_gone(violation, self.grace):
@@ -125,6 +125,16 @@ class KillHandler(Handler):
             signal=f"SIG{signal}",
             via=via,
         )
+
+
+def _not_theirs(violation: Violation, account: str) -> str:
+    """Why a process running as ``account`` is not killed as the offender's."""
+    if violation.container_id:  # its owner came from the container's label, not from ps
+        return (
+            f"PID {violation.pid} runs as {account} in {violation.offender_name}: not killed "
+            "(its account is not its owner's; stop the container)"
+        )
+    return f"PID {violation.pid} now belongs to {account}: not killed"
 
 
 def _first_line(result) -> str:

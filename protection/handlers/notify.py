@@ -5,9 +5,10 @@ and the events they chose on the notifications page decide where it goes.
 Options: ``owner_mail`` (True): the owner's mail channels too, as ``EmailHandler`` mails
 owners only with ``to_owner``; ``offender_mail`` (False): the offender's mail channels too,
 off because ``EmailHandler`` already mails offenders (rate-limited); ``with_mail``: sets both.
+A person's notice has the same key from both handlers: a mail channel gets one mail.
 """
 
-from notifications.send import notify
+from notifications.send import CHAT, notify
 
 from ..models import Violation
 from . import Handler, Skip, texts
@@ -27,12 +28,12 @@ class NotifyHandler(Handler):
         if owner is not None and owner != offender:
             key = f"violation-{violation.pk}-owner"
             if notify(owner, "intruder", key, subject, texts.to_owner(violation),
-                      chat_only=not self.owner_mail):  # fmt: skip
+                      via=None if self.owner_mail else CHAT):  # fmt: skip
                 told.append(owner.get_username())
         if offender is not None:
             key = f"violation-{violation.pk}-offender"
             if notify(offender, "on_others_gpu", key, subject, texts.to_offender(violation),
-                      chat_only=not self.offender_mail):  # fmt: skip
+                      via=None if self.offender_mail else CHAT):  # fmt: skip
                 told.append(offender.get_username())
         if not told:
             raise Skip("nobody to tell (no channel wants this, or told already)")

@@ -28,8 +28,10 @@ def to_offender(violation: Violation) -> str:
         )
     else:
         whose = "is not reserved by you (this lab requires a reservation for every GPU)"
+    container = violation.container_name or violation.container_id
+    where = f" in container {container}" if container else ""
     text = (
-        f"GPU Hive: your process {violation.pid} ({violation.command[:200]}) has been using "
+        f"GPU Hive: your process {violation.pid}{where} ({violation.command[:200]}) has been using "
         f"{gpu_text(violation)} since {local_text(violation.first_seen)}, but that GPU {whose}.\n"
         f"Please stop it. Details: {settings.PUBLIC_URL.rstrip('/')}/protection/\n"
     )

@@ -1,5 +1,6 @@
 /* The GPU board: tiles kept current from the monitoring websocket, touching only what
- * changed; booking states refreshed from board/states.json; the filter, kept in the URL.
+ * changed; booking states refreshed from the API (/api/device-states/); the filter, kept in
+ * the URL.
  * Everything that came from a host (user names, errors) is set as text, never HTML. */
 (function () {
   "use strict";
@@ -64,7 +65,7 @@
   function usersByGpu(processes) {
     const out = {};
     processes.forEach((p) => {
-      (out[p.gpu_uuid] = out[p.gpu_uuid] || new Set()).add(p.user || "unknown owner");
+      (out[p.gpu_uuid] = out[p.gpu_uuid] || new Set()).add(p.owner_text);
     });
     Object.keys(out).forEach((k) => { out[k] = [...out[k]].sort().join(", "); });
     return out;
@@ -107,11 +108,10 @@
 
   // --- booking states ---------------------------------------------------------------------
   function refreshStates() {
-    fetch(board.dataset.statesUrl, { credentials: "same-origin" })
-      .then((response) => (response.ok ? response.json() : Promise.reject(response.status)))
-      .then((data) => {
+    hiveApi.deviceStates()
+      .then((states) => {
         tiles.forEach((tile, id) => {
-          const booking = data.gpus[id] || { state: "free", text: "free", mine: false };
+          const booking = states.get(id) || { state: "free", text: "free", mine: false };
           tile.el.dataset.state = booking.state;
           if (booking.mine) tile.el.dataset.mine = "1"; else delete tile.el.dataset.mine;
           tile.booking = booking.text;

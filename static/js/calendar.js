@@ -1,29 +1,52 @@
 // The week calendar: EventCalendar's resource time grid, one sub-column per GPU under each
-// day. Times travel as wall-clock text in the user's zone, both ways (the server converts):
-// the calendar runs in its "UTC" mode, where such text is shown as it is and a selection's
-// startStr is the text of the slot chosen, whatever the browser's own zone. The user's date
-// today comes from hiveTime (js/time.js), never from the browser's clock zone.
+// day. Its data is the public API's (js/api.js): the bookings from /api/reservations/ and
+// where the user may book from /api/access/, both in ISO instants. The calendar runs in its
+// "UTC" mode, where it shows wall-clock text as it is and a selection's startStr is the text
+// of the slot chosen, whatever the browser's own zone; hiveTime (js/time.js) turns the
+// instants into the user's wall clock and back, so a week across a DST change is right.
 (function () {
   "use strict";
   const config = JSON.parse(document.getElementById("calendar-config").textContent);
   const element = document.getElementById("calendar");
-  const urls = element.dataset;
-  const csrf = (document.cookie.match(/(?:^|; )csrftoken=([^;]+)/) || [])[1] || "";
+  const shownIds = config.resources.map((r) => r.id);
 
   const local = (text) => text.slice(0, 16); // for <input type=datetime-local>
-  const withId = (template, id) => template.replace("/0/", "/" + id + "/");
+  const wallInput = (iso) => local(hiveTime.wall(iso));
+  const at = (text) => (text ? hiveTime.instant(text) : null); // empty: the API says so
 
-  async function call(url, body) {
-    const response = await fetch(url, {
-      method: body === undefined ? "GET" : "POST",
-      headers: { "Content-Type": "application/json", "X-CSRFToken": decodeURIComponent(csrf) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      credentials: "same-origin",
-    });
-    let data = {};
-    try { data = await response.json(); } catch (e) { data = { detail: "The server did not answer with JSON." }; }
-    if (!response.ok) throw new Error(data.detail || "Refused (" + response.status + ").");
-    return data;
+  // The week's data: where the user may book (shading), then the bookings (boxes).
+  async function weekEvents(info) {
+    if (!shownIds.length) return [];
+    const query = { start: at(info.startStr), end: at(info.endStr), device: shownIds.join(",") };
+    const [access, bookings] = await Promise.all([
+      hiveApi.get("access/", query),
+      // At most API_MAX_PAGE_SIZE a page; hiveApi.all follows the rest.
+      hiveApi.all("reservations/", { ...query, page_size: 1000 }),
+    ]);
+    return [...access.devices.flatMap(shading), ...bookings.map(box)];
+  }
+
+  function shading(device) {
+    return device.covered.map((span) => ({
+      start: hiveTime.wall(span.start),
+      end: hiveTime.wall(span.end),
+      resourceIds: [String(device.id)],
+      display: "background",
+      classNames: ["permitted"],
+    }));
+  }
+
+  // One box per booking, spread over the columns of its GPUs that are shown.
+  function box(reservation) {
+    return {
+      id: String(reservation.id),
+      resourceIds: reservation.devices.map(String).filter((id) => shownIds.includes(id)),
+      start: hiveTime.wall(reservation.start),
+      end: hiveTime.wall(reservation.end),
+      title: `${reservation.owner}: ${reservation.title}`,
+      classNames: ["booking", reservation.owner === config.user ? "mine" : "others", reservation.status],
+      extendedProps: { reservation: reservation.id },
+    };
   }
 
   let pointerDown = null; // where a drag began: the columns between it and its end are ticked
@@ -64,12 +87,7 @@
     customButtons: { userToday: { text: "today", click: () => calendar.setOption("date", hiveTime.today()) } },
     headerToolbar: { start: "prev,next userToday", center: "title", end: "resourceTimeGridWeek,resourceTimeGridDay" },
     buttonText: { resourceTimeGridWeek: "week", resourceTimeGridDay: "day", prev: "previous", next: "next" },
-    eventSources: [{
-      events: (info, success, failure) => {
-        const query = new URLSearchParams({ start: info.startStr, end: info.endStr });
-        call(urls.events + "?" + query).then((data) => success(data.events), failure);
-      },
-    }],
+    eventSources: [{ events: (info, success, failure) => { weekEvents(info).then(success, failure); } }],
     select: (info) => openBooking(info),
     eventClick: (info) => { if (info.event.extendedProps.reservation) openDetails(info.event.extendedProps.reservation); },
   });
@@ -133,9 +151,9 @@
     e.preventDefault();
     const devices = [...bookForm.querySelectorAll("input[name=devices]:checked")].map((i) => Number(i.value));
     try {
-      await call(urls.book, {
+      await hiveApi.post("reservations/", {
         title: bookForm.title.value, description: bookForm.description.value, devices,
-        start: bookForm.start.value, end: bookForm.end.value,
+        start: at(bookForm.start.value), end: at(bookForm.end.value),
       });
       bookDialog.close();
       bookForm.reset();
@@ -170,25 +188,28 @@
 
   async function openDetails(id) {
     detailError.textContent = "";
-    try { shown = await call(withId(urls.detail, id)); } catch (error) { alert(error.message); return; }
+    try { shown = await hiveApi.get(`reservations/${id}/`); } catch (error) { alert(error.message); return; }
     document.getElementById("detail-title").textContent = shown.title;
     const facts = document.getElementById("detail-facts");
+    const when = (iso) => wallInput(iso).replace("T", " ");
+    const now = Date.now();
+    const ongoing = shown.status !== "cancelled" && Date.parse(shown.start) <= now && now < Date.parse(shown.end);
     facts.replaceChildren();
     fact(facts, "Owner", shown.owner);
-    fact(facts, "Status", shown.status_text);
-    fact(facts, "When", shown.start.replace("T", " ").slice(0, 16) + " – " + shown.end.replace("T", " ").slice(0, 16) + " (" + hiveTime.zone + ")");
-    fact(facts, "GPUs", shown.devices.join(", "));
+    fact(facts, "Status", shown.status_display);
+    fact(facts, "When", `${when(shown.start)} – ${when(shown.end)} (${hiveTime.zone})`);
+    fact(facts, "GPUs", shown.device_names.join(", "));
     fact(facts, "Description", shown.description);
     fact(facts, "Note", shown.note);
-    fact(facts, shown.ongoing ? "Live usage" : "Usage", usageText(shown.usage));
+    fact(facts, ongoing ? "Live usage" : "Usage", usageText(shown.usage));
     document.getElementById("detail-edit").hidden = !shown.may_change;
     document.getElementById("detail-save").hidden = !shown.may_change;
     document.getElementById("detail-cancel").hidden = !shown.may_change;
     if (shown.may_change) {
       detailForm.title.value = shown.title;
       detailForm.description.value = shown.description;
-      detailForm.start.value = local(shown.start);
-      detailForm.end.value = local(shown.end);
+      detailForm.start.value = wallInput(shown.start);
+      detailForm.end.value = wallInput(shown.end);
     }
     detailDialog.showModal();
   }
@@ -201,12 +222,12 @@
       if (action === "save") {
         const changes = { title: detailForm.title.value, description: detailForm.description.value };
         // Only times that were changed are sent: a started booking may move its end only.
-        if (detailForm.start.value !== local(shown.start)) changes.start = detailForm.start.value;
-        if (detailForm.end.value !== local(shown.end)) changes.end = detailForm.end.value;
-        await call(withId(urls.detail, shown.id), changes);
+        if (detailForm.start.value !== wallInput(shown.start)) changes.start = at(detailForm.start.value);
+        if (detailForm.end.value !== wallInput(shown.end)) changes.end = at(detailForm.end.value);
+        await hiveApi.patch(`reservations/${shown.id}/`, changes);
       } else {
         if (!confirm("Cancel '" + shown.title + "'?")) return;
-        await call(withId(urls.cancel, shown.id), {});
+        await hiveApi.delete(`reservations/${shown.id}/`);
       }
       detailDialog.close();
       calendar.refetchEvents();

@@ -5,7 +5,6 @@
 (function () {
   "use strict";
   const script = document.currentScript;
-  const LAYOUT_URL = script.dataset.layoutUrl;
   const WS_PATH = script.dataset.wsPath;
   const CHARTS = JSON.parse(document.getElementById("dashboard-charts").textContent);
   let layout = JSON.parse(document.getElementById("dashboard-layout").textContent);
@@ -153,7 +152,7 @@
       gpus.appendChild(tr);
     });
     const procs = host.up ? host.processes.map((p) => [p.gpu_uuid.slice(0, 16), p.pid === null ? "?" : p.pid,
-      p.user || "unknown owner", dash(p.memory_mib), p.command]) : [];
+      p.owner_text, dash(p.memory_mib), p.command]) : [];
     fillTable(section.querySelector(".processes tbody"), procs.length ? procs : [["None."]], 5);
     return true;
   }
@@ -178,11 +177,6 @@
     };
   }
 
-  function csrfToken() {
-    const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
-    return match ? decodeURIComponent(match[1]) : "";
-  }
-
   function readControls() {
     const charts = [];
     document.querySelectorAll("#chart-choices li").forEach((li) => {
@@ -194,20 +188,14 @@
   function saveLayout() {
     const wanted = readControls();
     const message = document.getElementById("layout-message");
-    fetch(LAYOUT_URL, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
-      body: JSON.stringify(wanted),
-      credentials: "same-origin",
-    }).then((response) => response.json().then((body) => {
-      if (!response.ok) { message.textContent = body.detail + " " + JSON.stringify(body); return; }
+    hiveApi.put("dashboard/layout/", wanted).then((body) => {
       layout = body;
       message.textContent = "Saved.";
       resetCharts();
       document.querySelectorAll("section.host[data-host]").forEach((section) => {
         drawCharts(Number(section.dataset.host));
       });
-    })).catch(() => { message.textContent = "Could not save the layout."; });
+    }).catch((error) => { message.textContent = `Could not save the layout: ${error.message}`; });
   }
 
   function setUpControls() {

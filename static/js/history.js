@@ -1,12 +1,11 @@
-/* GPU history charts: the chosen GPU over the last hour, day or week, from the history API.
- * Used by the dashboard and the host page; both have a #history section with a GPU and a
- * range select. The API root comes from the section (the site may live under a sub-path).
+/* GPU history charts: the chosen GPU over the last hour, day or week, from the history API
+ * (/api/devices/<id>/history/). Used by the host page's #history section, with a GPU and a
+ * range select.
  */
 (function () {
   "use strict";
   const section = document.getElementById("history");
   if (!section) return;
-  const API_ROOT = section.dataset.apiRoot;
   const FIELDS = [
     ["utilization_gpu", "GPU utilisation %", "#1f77b4"],
     ["memory_used_mib", "GPU memory used MiB", "#d62728"],
@@ -45,9 +44,7 @@
     if (!device) { message.textContent = "No GPU known yet."; return; }
     const hours = Number(rangeSelect.value);
     const since = new Date(Date.now() - hours * 3600 * 1000).toISOString();
-    const url = API_ROOT + "devices/" + device + "/history/?since=" + encodeURIComponent(since);
-    fetch(url, { credentials: "same-origin" })
-      .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
+    hiveApi.get(`devices/${device}/history/`, { since })
       .then(draw)
       .catch(() => { message.textContent = "Could not load the history."; });
   }

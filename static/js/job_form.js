@@ -1,7 +1,8 @@
 /* The guided job form: each option's fields show while it is chosen; the GPU picker lists
  * the chosen host's GPUs, their booking states and whether you may start on each now, kept
- * fresh from the board's states.json and the placement API; and a live preview of the tasks
- * the form makes, answered by the server (the code that creates them), never expanded here.
+ * fresh from the API (/api/device-states/, /api/placement/); and a live preview of the
+ * tasks the form makes, answered by the API (/api/jobs/preview/: the code that creates
+ * them), never expanded here.
  * Without this script the whole form shows and works; the server ignores the fields of the
  * options not chosen. */
 (function () {
@@ -56,19 +57,16 @@
     }
   });
 
-  const json = (url) => fetch(url, { credentials: "same-origin" }).then((r) => (r.ok ? r.json() : null));
   function refreshStates() {
     if (document.hidden) return;
-    json(form.dataset.statesUrl).then((body) => {
-      if (!body) return;
+    hiveApi.deviceStates().then((states) => {
       for (const tile of picker.querySelectorAll(".gpu-pick")) {
         const state = tile.querySelector(".gt-state");
-        const booked = body.gpus[tile.dataset.gpu];
+        const booked = states.get(Number(tile.dataset.gpu));
         state.textContent = booked ? booked.text : state.dataset.unbooked;
       }
     }).catch(() => {});
-    json(form.dataset.usableUrl).then((gpus) => {
-      if (!Array.isArray(gpus)) return;
+    hiveApi.all("placement/", { page_size: 1000 }).then((gpus) => {
       for (const gpu of gpus) {
         const line = picker.querySelector(`.gpu-pick[data-gpu="${gpu.id}"] .gt-usable`);
         if (!line) continue;
@@ -94,28 +92,39 @@
   function preview() {
     if (!form.elements.template.value.trim()) return;
     const ask = ++asked;
-    fetch(form.dataset.previewUrl, { method: "POST", body: new FormData(form), credentials: "same-origin" })
-      .then((r) => r.json().then((body) => ({ ok: r.ok, body })))
-      .then(({ ok, body }) => {
-        if (ask !== asked) return; // an older answer arriving late
-        list.replaceChildren();
-        more.textContent = "";
-        if (!ok) {
-          count.textContent = "not yet valid";
-          error.textContent = body.detail || "The form cannot be previewed.";
-          return;
-        }
-        error.textContent = "";
-        count.textContent = body.count === 1 ? "1 task" : `${body.count} tasks`;
-        for (const command of body.commands) {
-          const item = document.createElement("li");
-          item.textContent = command;
-          list.append(item);
-        }
-        if (body.count > body.commands.length) more.textContent = `… and ${body.count - body.commands.length} more.`;
-      })
-      .catch(() => {});
+    const text = (name) => form.elements[name].value;
+    const number = (name) => (text(name).trim() === "" ? null : text(name)); // empty: none
+    const fields = {
+      template: text("template"), values: text("values"), env: text("env"),
+      samples: number("samples"), seed: number("seed"),
+    };
+    hiveApi.post("jobs/preview/", fields) // an older answer arriving late is dropped
+      .then((body) => { if (ask === asked) showCommands(body); })
+      .catch((refusal) => { if (ask === asked) showRefusal(refusal.message); });
   }
+
+  function clear(problem) {
+    list.replaceChildren();
+    more.textContent = "";
+    error.textContent = problem;
+  }
+
+  function showCommands(body) {
+    clear("");
+    count.textContent = body.count === 1 ? "1 task" : `${body.count} tasks`;
+    for (const command of body.commands) {
+      const item = document.createElement("li");
+      item.textContent = command;
+      list.append(item);
+    }
+    if (body.count > body.commands.length) more.textContent = `… and ${body.count - body.commands.length} more.`;
+  }
+
+  function showRefusal(message) {
+    clear(message);
+    count.textContent = "not yet valid";
+  }
+
   form.addEventListener("input", (event) => {
     if (!PREVIEWED.includes(event.target.name)) return;
     clearTimeout(timer);

@@ -1,16 +1,18 @@
 /* Time as the reader reads it, for every page script: the one conversion between instants
- * and the wall clock of the user's zone (their profile's, else the site's), which the server
- * writes on <html data-zone> as it writes the pages' own times in it. The zone's rules, DST
- * changes included, come from the browser's Intl; the browser's own zone is never used, so a
- * laptop set to another zone shows and books the same hours as the pages. */
+ * (the API's ISO 8601 times, both ways) and the wall clock of the user's zone (their
+ * profile's, else the site's), which the server writes on <html data-zone> as it writes the
+ * pages' own times in it. The zone's rules, DST changes included, come from the browser's
+ * Intl; the browser's own zone is never used, so a laptop set to another zone shows and
+ * books the same hours as the pages. */
 window.hiveTime = (function () {
   "use strict";
   const zone = document.documentElement.dataset.zone || "UTC";
+  const DAY = 86400000; // ms
   const numeric = new Intl.DateTimeFormat("en-US", {
     timeZone: zone, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit",
     hour: "2-digit", minute: "2-digit", second: "2-digit",
   });
-  // As the server writes times (board/templatetags/hive_time.py): "Thu 26 Nov 14:05".
+  // As the server writes times (core/templatetags/hive_time.py): "Thu 26 Nov 14:05".
   const readable = new Intl.DateTimeFormat("en-GB", {
     timeZone: zone, weekday: "short", day: "2-digit", month: "short",
     hour: "2-digit", minute: "2-digit", hourCycle: "h23",
@@ -27,6 +29,20 @@ window.hiveTime = (function () {
   function wall(instant) {
     const p = parts(numeric, instant);
     return `${p.year}-${p.month}-${p.day}T${p.hour}:${p.minute}:${p.second}`;
+  }
+
+  /** The instant, as ISO text in UTC, at which the user's wall clock reads ``text``
+   * ("2027-03-28T09:00"): the inverse of wall(), for times sent to the API. A time the
+   * clock skips (the spring change's hour) or shows twice (autumn's) is read with the
+   * offset before the change, as Python reads it (zoneinfo, fold=0). */
+  function instant(text) {
+    const asUtc = Date.parse(text.slice(0, 19).padEnd(19, ":00") + "Z"); // the fields, as UTC
+    if (Number.isNaN(asUtc)) throw new Error(`'${text}' is not a date and time.`);
+    const wanted = new Date(asUtc).toISOString().slice(0, 19);
+    const offset = (at) => Date.parse(wall(at) + "Z") - at; // the zone's offset at ``at``
+    // The offsets a day before and a day after: a zone changes them months apart.
+    const before = asUtc - offset(asUtc - DAY), after = asUtc - offset(asUtc + DAY);
+    return new Date(wall(before) !== wanted && wall(after) === wanted ? after : before).toISOString();
   }
 
   /** "2027-03-28": the user's date today. */
@@ -67,7 +83,7 @@ window.hiveTime = (function () {
   }
 
   return {
-    zone, wall, today, addDays, wallDate, absolute, relative,
+    zone, wall, instant, today, addDays, wallDate, absolute, relative,
     withRelative: (iso) => `${absolute(iso)} (${relative(iso)})`,
   };
 })();

@@ -154,6 +154,39 @@ def test_it_narrows_to_one_device(client, login_as, shared_grant, node1):
     assert [d["id"] for d in body["devices"]] == [device.pk]
 
 
+@pytest.mark.parametrize(
+    ("persona", "code", "windows"),
+    [
+        ("anonymous", 403, None),
+        ("user", 200, 1),  # the shared grant's Monday window
+        ("other_user", 200, 1),
+        ("host_admin", 200, 0),  # no grant of their own
+        ("superuser", 200, 0),  # neither: their own access is a grant's too
+    ],
+)
+def test_it_narrows_to_the_devices_listed(
+    client, login_as, shared_grant, node1, node2, persona, code, windows
+):
+    """The week calendar asks for the GPUs it shows: ids, comma-separated."""
+    login_as(persona)
+    ids = [node1.devices.get(index=1).pk, node2.devices.get().pk]
+    response = client.get(ACCESS, {**WEEK, "device": f"{ids[0]},{ids[1]}"})
+    assert response.status_code == code
+    if code == 200:
+        devices = response.json()["devices"]
+        assert [d["id"] for d in devices] == ids
+        assert [len(d["covered"]) for d in devices] == [windows, 0]
+
+
+def test_a_host_admin_asking_about_others_sees_only_their_hosts_of_those_listed(
+    client, login_as, owner, shared_grant, node1, node2
+):
+    login_as("host_admin")
+    ids = [node1.devices.get(index=0).pk, node2.devices.get().pk]
+    query = {**WEEK, "user": owner.pk, "device": f"{ids[0]},{ids[1]}"}
+    assert [d["id"] for d in client.get(ACCESS, query).json()["devices"]] == ids[:1]
+
+
 def test_it_shows_host_admins_only_their_hosts_for_others(
     client, login_as, owner, shared_grant, node2
 ):
@@ -184,6 +217,9 @@ def test_it_reports_a_ban_at_once(client, login_as, owner, shared_grant):
         ({**WEEK, "device": 999999}, "device", "does not exist"),
         ({**WEEK, "user": "abc"}, "user", "valid integer"),
         ({**WEEK, "device": "1.5"}, "device", "valid integer"),
+        ({**WEEK, "device": "1,,2"}, "device", "valid integer"),
+        ({**WEEK, "device": str(10**30)}, "device", "less than or equal"),
+        ({**WEEK, "device": "7,7"}, "device", "listed once"),
         ({**WEEK, "group": str(10**30)}, "group", "does not exist"),
     ],
 )

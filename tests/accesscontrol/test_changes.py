@@ -24,8 +24,8 @@ from accesscontrol.models import (
     Window,
 )
 from accesscontrol.services import profile_for
+from allocation.rule import BANNED, may_start
 from monitoring.models import Device, Host
-from queueing.availability import BANNED, may_start
 
 from .conftest import utc
 

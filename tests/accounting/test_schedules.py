@@ -3,8 +3,8 @@
 from django_q.models import Schedule
 
 from accounting import schedules as accounting
+from core.models import Activity
 from monitoring.management.commands.serve import ensure_app_schedules
-from monitoring.models import Activity
 from notifications import schedules as notifications
 from queueing import schedules as queueing
 

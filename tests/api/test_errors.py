@@ -5,7 +5,7 @@ import yaml
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 
-from hiveproject.api_errors import exception_handler, summary
+from core.api_errors import exception_handler, summary
 from reservations.models import Reservation
 
 from .conftest import tomorrow

@@ -60,7 +60,9 @@ def booking(devices, **change):
 # --- depth and size ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("url", ["/api/tokens/login/", "/api/reservations/", "/api/jobs/"])
+@pytest.mark.parametrize(
+    "url", ["/api/tokens/login/", "/api/reservations/", "/api/jobs/", "/api/jobs/preview/"]
+)
 def test_it_refuses_deep_json_anywhere_even_anonymously(client, url, db):
     response = post(client, url, '{"name": ' + nested(100_000) + "}")
     assert response.status_code == 400
@@ -86,12 +88,6 @@ def test_it_refuses_a_large_body_with_413(client, runner, node):
     assert not Reservation.objects.exists()
 
 
-def test_the_calendar_endpoint_is_bounded_too(client, runner, node):
-    client.force_login(runner)
-    response = post(client, "/reservations/calendar/book/", nested(1000))
-    assert response.status_code == 400 and "nests deeper" in response.json()["detail"]
-
-
 # --- NUL --------------------------------------------------------------------------------------
 
 
@@ -115,16 +111,9 @@ def test_nul_in_a_queued_job_env_name_is_refused(client, runner, node):
     assert not QueuedJob.objects.exists()
 
 
-def test_nul_in_a_calendar_booking_title_is_refused(client, runner, node):
+def test_nul_in_a_booking_title_is_refused(client, runner, node):
     client.force_login(runner)
-    gpu = node.devices.first()
-    body = {
-        "title": "a\0b",
-        "devices": [gpu.pk],
-        "start": "2030-01-01T09:00",
-        "end": "2030-01-01T10:00",
-    }
-    response = post(client, "/reservations/calendar/book/", body)
+    response = post(client, "/api/reservations/", booking([node.devices.first().pk], title="a\0b"))
     assert response.status_code == 400 and "NUL" in response.json()["detail"]
     assert not Reservation.objects.exists()
 
@@ -164,16 +153,6 @@ def test_too_many_ids_are_refused(client, runner, node):
     assert "At most 3 ids in one list (4 given)." in response.json()["detail"]
     response = post(client, "/api/tasks/bulk/", {"action": "kill", "tasks": [1, 2, 3, 4]})
     assert response.status_code == 400 and "At most 3 ids" in response.json()["detail"]
-
-
-@override_settings(API_MAX_IDS=3)
-def test_the_calendar_caps_its_ids_too(client, runner, node):
-    client.force_login(runner)
-    body = {"title": "t", "devices": [1, 2, 3, 4], "start": "2030-01-01T09:00"}
-    response = post(client, "/reservations/calendar/book/", {**body, "end": "2030-01-01T10:00"})
-    assert response.status_code == 400
-    assert response.json()["devices"] == ["At most 3 ids in one list."]
-    assert not Reservation.objects.exists()
 
 
 @override_settings(JOBS_MAX_TASKS=2)

@@ -1,4 +1,4 @@
-"""hiveproject.rows.ValuesRows: a list written from values() by its serializer's fields is
+"""core.rows.ValuesRows: a list written from values() by its serializer's fields is
 what the serializer writes from instances, and a field it cannot read from columns is refused
 when the writer is made."""
 
@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 from rest_framework import serializers
 
-from hiveproject.rows import ValuesRows
+from core.rows import ValuesRows
 from reservations.models import Reservation
 from reservations.services import create_reservation
 

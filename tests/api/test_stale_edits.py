@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from accesscontrol.models import Grant
 from accesscontrol.services import ensure_default_group, profile_for
-from hiveproject.api_errors import Conflict
+from core.api_errors import Conflict
 from jobs import services as job_services
 from jobs.api import save_schedule
 from jobs.models import Task
@@ -92,15 +92,6 @@ def test_an_edit_racing_another_edit_is_refused(monkeypatch, owner, admin_user, 
     assert response.status_code == 409 and "changed meanwhile" in response.json()["detail"]
     booking.refresh_from_db()
     assert (booking.title, booking.description) == ("train", "by admin")
-
-
-def test_the_calendar_answers_409_too(monkeypatch, owner, admin_user, booking):
-    cancel = lambda: send(signed_in(admin_user), "delete", f"/api/reservations/{booking.pk}/")  # noqa: E731
-    during(monkeypatch, booking_services, "check_devices", cancel)
-    body = {"title": "renamed", "description": ""}
-    response = send(signed_in(owner), "post", f"/reservations/calendar/{booking.pk}/", body)
-    assert response.status_code == 409 and "cancelled meanwhile" in response.json()["detail"]
-    assert Reservation.objects.get().status == Reservation.Status.CANCELLED
 
 
 def test_a_cancel_from_a_stale_copy_keeps_the_other_edit(owner, booking):

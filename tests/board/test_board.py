@@ -1,5 +1,5 @@
 """The GPU board (the landing page): one tile per GPU with its figures, users and booking
-state, a summary line, and the states endpoint the page refreshes from."""
+state, a summary line, and the GPU states API the page refreshes from."""
 
 from datetime import timedelta
 
@@ -8,12 +8,13 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accesscontrol.services import ensure_default_group
-from board.templatetags.hive_time import absolute
+from core.templatetags.hive_time import absolute
 from jobs.models import Job, Task
 from monitoring.models import Device, Host
 from reservations.services import create_reservation
+from tests.monitoring.test_api import in_containers
 
-STATES = reverse("board-states")
+STATES = reverse("api:device-state-list")
 
 
 def section(html: str, host) -> str:
@@ -59,6 +60,12 @@ def test_a_down_host_never_seen_says_so_and_shows_no_stale_figures(client, node,
     assert "never seen" in html and "unknown owner" not in html
 
 
+def test_a_tile_says_whose_container_runs_on_it(client, node, owner):
+    in_containers(node)
+    html = section(board(client, owner), node)
+    assert "alice (container train-3), container eval-7 (owner unknown)" in html
+
+
 def test_a_lost_gpu_is_flagged(client, node, owner):
     Device.objects.create(host=node, index=1, uuid="GPU-2", name="Tesla V100", status="lost")
     html = board(client, owner)
@@ -84,26 +91,41 @@ def test_the_summary_counts_free_reserved_running_and_down(client, booked, owner
     assert "1 of 2 hosts down" in html
 
 
-def test_the_states_endpoint_lists_booked_gpus_for_the_reader(client, booked, owner):
-    gpus, job, _ = booked
-    client.force_login(owner)
-    states = client.get(STATES).json()["gpus"]
-    assert states[str(gpus[0].pk)]["state"] == "reserved" and not states[str(gpus[0].pk)]["mine"]
-    assert states[str(gpus[2].pk)] == {"state": "job", "text": f"your job {job.pk}", "mine": True}
-    assert str(gpus[1].pk) not in states  # free
+def test_the_states_api_lists_booked_gpus_for_the_reader(client, booked, owner, other_user):
+    gpus, job, end = booked
+    states = client_states(client, owner)
+    assert states[gpus[0].pk] == {
+        "device": gpus[0].pk,
+        "state": "reserved",
+        "text": "reserved by other",
+        "until": end.isoformat().replace("+00:00", "Z"),
+        "mine": False,
+        "job": None,
+    }
+    running = {"state": "job", "text": f"your job {job.pk}", "until": None, "mine": True}
+    assert states[gpus[2].pk] == {"device": gpus[2].pk, **running, "job": job.pk}
+    assert gpus[1].pk not in states  # free
+    theirs = client_states(client, other_user)
+    assert (theirs[gpus[0].pk]["text"], theirs[gpus[0].pk]["mine"]) == ("your reservation", True)
+    assert theirs[gpus[2].pk]["text"] == f"owner's job {job.pk}"
 
 
-@pytest.mark.parametrize("url", [reverse("overview"), STATES])
-def test_anonymous_visitors_are_sent_to_sign_in(client, node, url):
-    response = client.get(url)
+def test_anonymous_visitors_are_sent_to_sign_in(client, node):
+    response = client.get(reverse("overview"))
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+    assert client.get(STATES).status_code == 403
 
 
 @pytest.mark.parametrize("persona", ["owner", "other_user", "admin_user"])
 @pytest.mark.parametrize("url", [reverse("overview"), STATES])
-def test_signed_in_users_and_admins_see_the_board(client, node, persona, url, request):
+def test_signed_in_users_and_admins_see_the_board(client, booked, persona, url, request):
     client.force_login(request.getfixturevalue(persona))
     assert client.get(url).status_code == 200
+
+
+def test_the_old_states_endpoint_is_gone(client, owner):
+    client.force_login(owner)
+    assert client.get("/board/states.json").status_code == 404
 
 
 def test_a_free_gpu_the_viewer_may_not_use_is_not_called_free(
@@ -119,13 +141,13 @@ def test_a_free_gpu_the_viewer_may_not_use_is_not_called_free(
     assert f'class="gpu-tile gt-closed" id="gpu-{gpus[1].pk}"' in html
     tile = html.split(f'id="gpu-{gpus[1].pk}"')[1].split("</article>")[0]
     assert "free, not yours to use" in tile
-    states = client.get(STATES).json()["gpus"]
-    closed = {"state": "closed", "text": "free, not yours to use", "mine": False}
-    assert states[str(gpus[1].pk)] == closed
-    assert states[str(gpus[0].pk)]["state"] == "reserved"  # a booking says more
-    assert str(gpus[1].pk) not in client_states(client, owner)  # free for the owner
+    states = client_states(client, outsider)
+    closed = {"state": "closed", "text": "free, not yours to use", "until": None, "mine": False}
+    assert states[gpus[1].pk] == {"device": gpus[1].pk, **closed, "job": None}
+    assert states[gpus[0].pk]["state"] == "reserved"  # a booking says more
+    assert gpus[1].pk not in client_states(client, owner)  # free for the owner
 
 
 def client_states(client, user) -> dict:
     client.force_login(user)
-    return client.get(STATES).json()["gpus"]
+    return {state["device"]: state for state in client.get(STATES).json()}

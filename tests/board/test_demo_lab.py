@@ -13,6 +13,7 @@ from django.utils import timezone
 from accesscontrol.services import ensure_default_group
 from board import demolab
 from board.demo import remove, seed
+from core.hostcalls import HostCallInRequest, serving_request
 from jobs import remote, services
 from jobs.models import Job, Task
 from monitoring.connections import pool
@@ -20,7 +21,6 @@ from monitoring.inventory import record_probe
 from monitoring.loop import ProbeLoop
 from monitoring.models import Device, GpuMetric, Host
 from monitoring.probes import probe_host
-from monitoring.transport import HostCallInRequest, serving_request
 from protection.detection import check_hosts
 from protection.models import Violation
 from reservations.models import Reservation

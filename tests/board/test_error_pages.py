@@ -3,7 +3,7 @@
 from django.test import Client
 from django.urls import reverse
 
-from hiveproject.api_errors import server_error
+from core.api_errors import server_error
 
 
 def test_a_refused_page_says_why_and_what_to_do(client, owner):

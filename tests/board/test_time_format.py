@@ -9,7 +9,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from board.templatetags.hive_time import day, duration, when, when_relative
+from core.templatetags.hive_time import day, duration, when, when_relative
 
 ROOT = Path(settings.BASE_DIR)
 # |date: is allowed only where a machine reads the text: an <input> value or a query string.

@@ -1,7 +1,7 @@
 """The calendar in browsers set to other zones than the user's profile, in weeks with a DST
 change: a drag and the form book the hours chosen on the user's clock, the shading covers
 the days shown, and the today column is the user's today (the browser's clock is set to a
-moment when the two zones' dates differ).
+moment when the two zones' dates differ); a booking's details read and edit the same hours.
 
 Each case is one browser session: the checks share its page to keep the suite short.
 """
@@ -191,3 +191,15 @@ def test_bookings_are_the_hours_chosen_on_the_users_clock(
     typed = book_in_dialog(page, "typed", lab[3], f"{eve}T22:00", f"{change_day}T06:00")
     assert (typed.start, typed.end) == (at(eve, 22), at(change_day, 6))
     assert typed.end - typed.start == timedelta(hours=night_hours)
+
+    # Its details read the same hours, and moving its end books the hour typed.
+    page.locator(".ec-event.booking.mine", has_text="typed").first.click()
+    details = page.locator("#detail-dialog")
+    details.wait_for(state="visible")
+    assert f"{eve} 22:00 – {change_day} 06:00 ({profile})" in details.inner_text()
+    assert details.locator("input[name=end]").input_value() == f"{change_day}T06:00"
+    details.locator("input[name=end]").fill(f"{change_day}T07:00")
+    details.locator("#detail-save").click()
+    details.wait_for(state="hidden")
+    typed.refresh_from_db()
+    assert (typed.start, typed.end) == (at(eve, 22), at(change_day, 7))

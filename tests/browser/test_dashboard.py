@@ -5,7 +5,12 @@ The probing cycle runs in the test process, the web server in another (as the wo
 web process do in production); on the embedded profile only the database joins them.
 """
 
+import json
+import os
+import pwd
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 
 import pytest
 from django.conf import settings
@@ -13,12 +18,14 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils import timezone
 
-from board.templatetags.hive_time import absolute
-from monitoring import lease
+from accesscontrol.services import ensure_default_group
+from accesscontrol.zones import user_zone
+from core import lease
+from core.templatetags.hive_time import absolute
 from monitoring.connections import pool
 from monitoring.loop import LOOP_ACTIVITY, ProbeLoop
 from monitoring.models import Device, Host
-from reservations.zones import user_zone
+from reservations.services import create_reservation
 from tests.monitoring.conftest import make_host
 from tests.monitoring.test_ssh_probe import UUID0, UUID1
 
@@ -114,6 +121,26 @@ def test_the_board_follows_a_change_on_a_host_within_one_interval(
     # Every cycle stored, signalled and pushed without a failure (the push once failed in
     # the test's own thread, hidden by the database marker the page also follows).
     assert lease.activity(LOOP_ACTIVITY).last_error == ""
+
+
+def test_a_tile_names_whose_processes_run_on_it_live(asgi_live_server, lab, gpus, page):
+    """board.js writes the owner as the server words it (owner_text: "alice", "alice
+    (container train-3)"), never a raw field."""
+    loop, (node2, _) = lab
+    sign_in(page, asgi_live_server)
+    page.wait_for_function("document.getElementById('live-state').textContent === 'live'")
+    users = f"document.querySelector('{tile(node2)} .gt-users').textContent"
+    assert page.evaluate(users) == "no processes"
+    with subprocess.Popen(["sleep", "305"]) as process:
+        try:
+            gpus("127.0.0.2").set_processes([f"{UUID0}, {process.pid}, 100, sleep"])
+            settle(loop)
+            page.wait_for_function(
+                f"{users} === {json.dumps(pwd.getpwuid(os.getuid()).pw_name)}",
+                timeout=settings.MONITORING_INTERVAL * 1000 + 1500,
+            )
+        finally:
+            process.kill()
 
 
 def test_a_host_page_chart_moves_live(asgi_live_server, lab, gpus, page):
@@ -214,3 +241,19 @@ def test_the_host_page_writes_live_times_as_the_server_does(asgi_live_server, la
 
 def reader():
     return get_user_model().objects.get(username="owner")
+
+
+def test_the_board_repaints_booking_states_from_the_api(asgi_live_server, lab, page, other_user):
+    """Each minute the board reads /api/device-states/: a booking made meanwhile shows on its
+    tile without a reload, its end in the reader's zone, as the server writes it."""
+    _, (node2, _) = lab
+    ensure_default_group()
+    page.clock.install()  # the minute passes at once below
+    sign_in(page, asgi_live_server)
+    gpu = node2.devices.get(index=0)
+    end = timezone.now() + timedelta(hours=2)
+    create_reservation(other_user, title="t", devices=[gpu], start=timezone.now(), end=end)
+    page.clock.run_for(61_000)
+    with timezone.override(user_zone(reader())):
+        expected = f"reserved by other until {absolute(end)}"
+    page.locator(f"{tile(node2)} .gt-state").filter(has_text=expected).wait_for()

@@ -14,6 +14,8 @@ import pytest
 from django.utils import timezone
 
 from accesscontrol.services import ensure_default_group
+from accesscontrol.zones import user_zone
+from core.templatetags.hive_time import absolute
 from jobs import services as job_services
 from jobs import templating
 from jobs.models import Job, Task
@@ -119,7 +121,9 @@ def test_the_picker_follows_a_new_booking_without_a_reload(
     end = timezone.now() + timedelta(hours=1)
     create_reservation(other_user, title="late", devices=[free], start=timezone.now(), end=end)
     page.evaluate("window.dispatchEvent(new Event('focus'))")
-    tile(page, free).locator(".gt-state").filter(has_text="reserved by other").wait_for()
+    with timezone.override(user_zone(owner)):  # the end in the reader's zone, as pages write it
+        expected = f"reserved by other until {absolute(end)}"
+    tile(page, free).locator(".gt-state").filter(has_text=expected).wait_for()
 
 
 def test_from_empty_form_to_a_running_task(login, live_server, runner, real_nodes):  # noqa: F811

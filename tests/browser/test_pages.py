@@ -117,6 +117,17 @@ def test_admin_and_anonymous_pages_are_clean_at_this_width(
     anonymous.context.close()
 
 
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_job_and_its_log_are_clean_for_their_owner(asgi_live_server, demo_lab, page, width):
+    """The pages that follow a job live from the API (its tasks' states, the log)."""
+    job = Job.objects.get(pk=demo_lab["job"])
+    errors = open_as(page, asgi_live_server, job.owner.username, width)
+    for path in (f"/jobs/{job.pk}/", f"/jobs/tasks/{job.tasks.first().pk}/log/"):
+        expect_clean(check(page, asgi_live_server + path, errors), path)
+        errors.clear()
+    assert page.inner_text("#status") == "running"  # read from the API's log answer
+
+
 def test_the_demo_lab_has_a_down_host_and_a_running_job(demo_lab):
     assert Host.objects.exclude(status=Host.Status.UP).count() == 1
     assert demo_lab["job"]

@@ -133,12 +133,12 @@ def cluster_workers(supervisor: int) -> list[int]:
 
 
 def is_daphne(pid: int) -> bool:
-    """daphne, or the bounded daphne `serve` runs (`python -m hiveproject.webserver`)."""
+    """daphne, or the bounded daphne `serve` runs (`python -m core.webserver`)."""
     try:
         command = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    return b"daphne" in command or b"hiveproject.webserver" in command
+    return b"daphne" in command or b"core.webserver" in command
 
 
 def is_sender(pid: int) -> bool:

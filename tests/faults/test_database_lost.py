@@ -14,8 +14,9 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from core.models import Activity
 from monitoring.loop import LOOP_ACTIVITY
-from monitoring.models import Activity, Host
+from monitoring.models import Host
 from monitoring.signals import cycle_finished
 from tests.faults.test_ssh_host_dies import cycles_until
 from tests.monitoring.conftest import make_host

@@ -11,10 +11,11 @@ import time
 
 import pytest
 
+from core.models import Activity
 from jobs import services, tasks
 from jobs.api import TaskSerializer
 from jobs.models import Task
-from monitoring.models import Activity, Host
+from monitoring.models import Host
 from tests.jobs.conftest import _empty_broker, _fresh_job_connections, log_dir, runner  # noqa: F401
 from tests.jobs.test_execution import make_task
 from tests.monitoring.conftest import make_host, sshd  # noqa: F401

@@ -116,7 +116,7 @@ def test_serve_then_demo_then_remove_while_serving(env, serve):
     """The commands run in this process here: with the test's DATABASE_URL a subprocess gets
     Django's own SQLite backend, whose deferred transactions fail at once ("database is
     locked") beside the workers' writes, where the embedded profile's backend waits its turn
-    (hiveproject.sqlite3), as this process's does."""
+    (core.sqlite3), as this process's does."""
     server = serve()
     call_command(*DEMO, stdout=StringIO())
     seeded = timezone.now()

@@ -4,8 +4,9 @@ lost hand-over is recorded where admins look."""
 
 import pytest
 
+from core.models import Activity
 from monitoring.loop import LOOP_ACTIVITY
-from monitoring.models import Activity, Host
+from monitoring.models import Host
 from tests.faults.test_ssh_host_dies import cycles_until
 from tests.monitoring.conftest import make_host
 from tests.monitoring.test_ssh_probe import UUID0, gpu_row

@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from core.models import Activity
 from monitoring.connections import pool
 from monitoring.loop import LOOP_ACTIVITY
-from monitoring.models import Activity, Host
+from monitoring.models import Host
 from tests.monitoring.conftest import make_host
 from tests.monitoring.test_ssh_probe import UUID0, gpu_row
 

@@ -23,8 +23,9 @@ from django_q.brokers import get_broker
 from django_q.models import Task as QTask
 from django_q.tasks import async_task
 
+from core.models import Activity
 from monitoring.loop import LOOP_ACTIVITY, SCHEDULES, lease_seconds
-from monitoring.models import Activity, Host
+from monitoring.models import Host
 from tests.faults.supervised import session_members
 from tests.monitoring.conftest import make_host
 from tests.monitoring.test_ssh_probe import UUID0, gpu_row

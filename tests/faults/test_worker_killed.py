@@ -21,10 +21,10 @@ from django.db import connection
 from django.utils import timezone
 
 from audit.models import AuditEvent
+from core.models import Activity
 from jobs import services, tasks
 from jobs.models import Task
 from jobs.services import TaskSpec
-from monitoring.models import Activity
 from tests.jobs.conftest import (  # noqa: F401 (fixtures)
     _fresh_job_connections,
     log_dir,

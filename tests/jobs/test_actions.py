@@ -12,12 +12,13 @@ import pytest
 from django.test import RequestFactory
 from django.urls import reverse
 
+from core.hostcalls import HostCallInRequest, serving_request
+from core.models import Activity
 from jobs import remote, services
 from jobs.models import Task, TaskAction, TaskLog
 from jobs.tasks import sync_running
 from monitoring.connections import ConnectionPool
-from monitoring.models import Activity
-from monitoring.transport import HostCallInRequest, LocalTransport, SSHTransport, serving_request
+from monitoring.transport import LocalTransport, SSHTransport
 from tests.workers import run_queued
 
 from .conftest import wait_for
@@ -46,7 +47,7 @@ def from_requests(calls) -> list:
 
 
 def test_a_host_call_while_a_request_is_served_is_refused(rf: RequestFactory, node, runner):
-    from hiveproject.middleware import NoHostCalls
+    from core.hostcalls import NoHostCalls
 
     def view(request):
         return remote.run_as(node, getpass.getuser(), ["true"])
@@ -67,9 +68,7 @@ def test_no_job_page_or_endpoint_reaches_a_host(client, runner, node, host_calls
     for task in (running, ended, pending):
         gets += [
             reverse("job-detail", args=[task.job_id]),
-            reverse("job-states", args=[task.job_id]),
             reverse("task-log", args=[task.pk]),
-            reverse("task-log-piece", args=[task.pk]),
             reverse("task-log-download", args=[task.pk]),
             f"/api/jobs/{task.job_id}/",
             f"/api/tasks/{task.pk}/",
@@ -103,7 +102,7 @@ def test_a_start_is_answered_at_once_and_carried_out_by_the_workers(client, runn
     )
     assert response.status_code == 202
     assert (response.json()["status"], response.json()["pending_action"]) == ("starting", "spawn")
-    states = client.get(reverse("job-states", args=[task.job_id])).json()["tasks"]
+    states = client.get(f"/api/jobs/{task.job_id}/").json()["tasks"]
     assert (states[0]["status"], states[0]["pending_action"]) == ("starting", "spawn")
     assert run_queued() == 1
     task.refresh_from_db()

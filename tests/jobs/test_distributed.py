@@ -55,7 +55,7 @@ def report(task) -> str:
 
 
 def test_the_pytorch_ddp_example_trains_on_two_hosts(runner, two_nodes):
-    require_torch()  # requirements-dev.txt installs it (CPU)
+    require_torch()  # requirements-examples.txt installs it (CPU), as CI does
     script = f"{EXAMPLES / 'pytorch_ddp' / 'train.py'} --steps {{steps}}"
     template, specs = distributed_specs(
         runner,

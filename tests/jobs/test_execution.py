@@ -205,12 +205,13 @@ def test_a_task_that_cannot_start_says_why_and_fails(runner, node, settings):
 
 
 def test_the_log_is_followed_from_an_offset(client, runner, node, tmp_path):
-    """The page serves the log as the workers fetch it after each cycle (with the sync),
-    and once more after the end, so the pieces add up to the whole file."""
+    """The API serves the log as the workers fetch it after each cycle (with the sync),
+    and once more after the end, so the pieces add up to the whole file; the log page
+    follows it there."""
     gate = tmp_path / "gate"
     task = services.spawn_task(make_task(runner, node, GATED, gate=str(gate)), runner)
     client.force_login(runner)
-    url = f"/jobs/tasks/{task.pk}/log.json"
+    url = f"/api/tasks/{task.pk}/log/"
     assert client.get(url).json()["text"] == ""  # nothing fetched yet: no host asked
 
     def fetched():

@@ -1,5 +1,6 @@
-"""The guided New job form's GPU picker shows each GPU's live state, and its preview endpoint
-answers the tasks the form would make (same code as creating them), saving nothing."""
+"""The guided New job form's GPU picker shows each GPU's live state, and the preview it asks
+of the API (/api/jobs/preview/) answers the tasks the form would make (same code as
+creating them), saving nothing."""
 
 from datetime import timedelta
 
@@ -14,7 +15,7 @@ from monitoring.models import Device
 from reservations.services import create_reservation
 from tests.monitoring.conftest import node  # noqa: F401  (a host with live GPUs, no sshd)
 
-PREVIEW = reverse("job-new-preview")
+PREVIEW = reverse("api:job-preview")
 NEW = reverse("job-new")
 GRID = {
     "template": "train --lr {lr} --bs {bs} --note {note}",
@@ -24,9 +25,10 @@ GRID = {
 
 
 def preview(client, user, **data):
+    """As the form's script asks: its fields' text, JSON."""
     if user:
         client.force_login(user)
-    return client.post(PREVIEW, {**GRID, **data})
+    return client.post(PREVIEW, {**GRID, **data}, content_type="application/json")
 
 
 def test_the_preview_counts_and_lists_the_commands_the_job_gets(client, node, owner):  # noqa: F811
@@ -84,10 +86,30 @@ def test_bad_input_is_refused_per_field_and_nothing_is_saved(client, owner, data
     assert not Job.objects.exists()
 
 
-def test_anonymous_visitors_get_a_json_403_and_gets_are_refused(client):
+def test_values_and_env_may_be_objects_too(client, owner):
+    """For scripts: the shapes of POST /api/jobs/grid/; the same commands as the text."""
+    as_text = preview(client, owner).json()
+    values = {"lr": ["0.1", "0.01", "0.001"], "bs": ["32", "64"], "note": ["it's $(id)"]}
+    as_objects = preview(client, owner, values=values, env={"SEED": "1"}).json()
+    assert as_objects == as_text and as_text["count"] == 6
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [({"values": ["a"]}, "values"), ({"env": {"A": ["x"]}}, "env"), ({"template": ""}, "template")],
+)
+def test_wrong_shapes_are_refused_per_field(client, owner, data, field):
+    answer = preview(client, owner, **data)
+    assert answer.status_code == 400 and field in answer.json()
+
+
+def test_anonymous_visitors_get_a_403_and_gets_are_refused(client, owner):
     answer = preview(client, None)
-    assert answer.status_code == 403 and answer.json() == {"detail": "Sign in first."}
-    assert client.get(PREVIEW).status_code in (403, 405)
+    assert answer.status_code == 403 and answer.json()["detail"]
+    assert client.get(PREVIEW).status_code == 403
+    client.force_login(owner)
+    assert client.get(PREVIEW).status_code == 405
+    assert client.post("/jobs/new/preview", GRID).status_code == 404  # the page's own is gone
 
 
 @pytest.mark.parametrize("persona", ["owner", "other_user", "admin_user"])

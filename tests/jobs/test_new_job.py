@@ -402,5 +402,3 @@ def test_old_addresses_lead_to_the_guided_form(client, owner):
     client.force_login(owner)
     response = client.get(reverse("job-grid"))
     assert response.status_code == 302 and response.url == NEW
-    preview = client.post("/jobs/new/grid/preview", {"template": "run {a}", "values": "a: 1, 2"})
-    assert preview.json()["count"] == 2

@@ -11,10 +11,11 @@ from django.utils import timezone
 from django_q.brokers import get_broker
 from django_q.signing import SignedPackage
 
+from core.models import Activity
 from jobs import remote, services, tasks
 from jobs.models import Task
 from jobs.services import TaskSpec
-from monitoring.models import Activity, Host
+from monitoring.models import Host
 from monitoring.signals import cycle_finished
 from reservations.models import Reservation, ReservedDevice
 from tests.realparts import children

@@ -46,10 +46,39 @@ def test_processes_are_listed_and_filtered(signed_in, node):
             "user": None,
             "command": "command hidden",  # not the viewer's process (tests/security)
             "memory_mib": 500,
+            "owner_text": "unknown owner",
         }
     ]
     assert signed_in.get("/api/processes/?host=node-2").json() == []
     assert signed_in.get("/api/processes/?user=alice").json() == []
+
+
+TRAIN_3 = {"id": "b508e2673897", "name": "train-3", "runtime": "docker"}
+EVAL_7 = {"id": "ccab8193cec2", "name": "eval-7", "runtime": "podman"}
+
+
+def in_containers(node):
+    """node-1's last probe saw alice's labelled container and one of unknown owner."""
+    rows = [(43, "alice", "python t.py", TRAIN_3), (44, None, "python e.py", EVAL_7)]
+    node.last_snapshot = {
+        **node.last_snapshot,
+        "processes": [
+            {"gpu_uuid": "GPU-1", "pid": pid, "user": user, "command": command}
+            | {"memory_mib": 100, "container": container}
+            for pid, user, command, container in rows
+        ],
+    }
+    node.save()
+
+
+def test_a_containers_process_says_which_and_whose(signed_in, node):
+    in_containers(node)
+    rows = signed_in.get("/api/processes/").json()
+    assert [(r["user"], r["container"], r["owner_text"]) for r in rows] == [
+        ("alice", TRAIN_3, "alice (container train-3)"),
+        (None, EVAL_7, "container eval-7 (owner unknown)"),
+    ]
+    assert [r["pid"] for r in signed_in.get("/api/processes/?user=alice").json()] == [43]
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from monitoring import lease
+from core import lease
 from monitoring.loop import LOOP_ACTIVITY
 from monitoring.models import Device, Host
 from tests.realparts import FAKE_BIN, FakeGpus, free_port
@@ -300,7 +300,8 @@ def test_serve_runs_web_and_workers_and_stops_both(tmp_path):
 def test_serve_and_workers_refuse_to_start_on_failed_checks(tmp_path, command):
     """The checks run in a process of their own (monitoring.supervisor.check_apart): their
     error still reaches the console, and nothing is started."""
-    env = {**os.environ, "HIVE_DATA_DIR": str(tmp_path), "MONITORING_INTERVAL": "0"}
+    # A lease shorter than the interval parses (a number) but fails monitoring's check.
+    env = {**os.environ, "HIVE_DATA_DIR": str(tmp_path), "MONITORING_LEASE_SECONDS": "1"}
     done = subprocess.run(
         [sys.executable, str(ROOT / "manage.py"), command],
         env=env,
@@ -310,7 +311,7 @@ def test_serve_and_workers_refuse_to_start_on_failed_checks(tmp_path, command):
         timeout=60,
     )
     assert done.returncode == 1
-    assert "MONITORING_INTERVAL is 0; give a number of seconds above 0." in done.stderr
+    assert "MONITORING_LEASE_SECONDS (1) must be longer than MONITORING_INTERVAL" in done.stderr
     assert "the system checks above failed; nothing was started" in done.stderr
     assert "Serving on" not in done.stdout and "Workers stopped" not in done.stdout
 

@@ -9,8 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from core.models import Activity
 from monitoring.loop import LOOP_ACTIVITY
-from monitoring.models import Activity, WorkerCluster
+from monitoring.models import WorkerCluster
 from tests.realparts import free_port
 from tests.security.conftest import Daphne, service_env
 

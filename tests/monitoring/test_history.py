@@ -4,8 +4,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from core.models import Activity
 from monitoring.history import RETENTION_ACTIVITY, downsample, prune, run_retention
-from monitoring.models import Activity, Device, GpuMetric, Host, HostMetric, Resolution
+from monitoring.models import Device, GpuMetric, Host, HostMetric, Resolution
 
 T0 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
 

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from board.templatetags.hive_time import when_relative
+from core.templatetags.hive_time import when_relative
 from monitoring.models import Device, Host
 
 HARDWARE = {

@@ -12,9 +12,10 @@ from django.utils import timezone
 from django_q.brokers import get_broker
 from django_q.models import Schedule
 
-from monitoring import lease
+from core import lease
+from core.models import Activity
 from monitoring.loop import LOOP_ACTIVITY, ProbeLoop, ensure_schedules, run_probe_loop
-from monitoring.models import Activity, GpuMetric, Host, HostMetric
+from monitoring.models import GpuMetric, Host, HostMetric
 from monitoring.signals import cycle_finished
 from tests.monitoring.conftest import make_host
 from tests.monitoring.test_ssh_probe import UUID0, UUID1, gpu_row
@@ -37,7 +38,7 @@ class RecordingLoop(ProbeLoop):
 
 
 class StillClock:
-    """The leases' clock (monitoring.lease.clock), standing still until a test moves it on:
+    """The leases' clock (core.lease.clock), standing still until a test moves it on:
     a lease expires when the test says, however slowly a busy machine runs the loops."""
 
     def __init__(self):

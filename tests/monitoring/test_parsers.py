@@ -145,6 +145,7 @@ def test_a_probe_joins_gpu_processes_with_their_owners():
             "user": "alice",
             "command": "python -m train",
             "memory_mib": 50,
+            "container": None,
         }
     ]
     assert result.as_json()["cpu"] == {

@@ -1,6 +1,6 @@
 """The probe's shell code under the two /bin/sh a GPU server has: dash (Debian, Ubuntu) and
 bash (RHEL and its kin). It reads the GPU processes' pids, memory and df's last line with the
-shell's own built-ins (monitoring/probes.py), which the two must read alike."""
+shell's own built-ins (monitoring/scripts/sample.sh), which the two must read alike."""
 
 import os
 import shutil

@@ -51,6 +51,8 @@ def test_it_reports_gpus_and_real_process_owners(ssh_host, gpus, real_processes)
     by_pid = {p.pid: p for p in result.processes}
     assert by_pid[mine.pid].user == me
     assert by_pid[mine.pid].command == "sleep 301"
+    # Its /proc/PID/cgroup, read by the probe over SSH, is no container's.
+    assert by_pid[mine.pid].container is None
     # a PID that ps cannot see (another PID namespace) has an unknown owner, not a guess
     assert by_pid[999999].user is None
     assert result.cpu["memory_total_mib"] > 0

@@ -5,6 +5,7 @@ from django.urls import reverse
 
 from monitoring.models import Host
 from monitoring.tasks import probe_host_now
+from tests.monitoring.test_api import in_containers
 
 PAGES = [reverse("overview"), "/api/hosts/", "/api/devices/"]
 
@@ -39,6 +40,14 @@ def test_the_host_page_shows_the_processes_commands(client, node, owner, admin_u
     client.force_login(owner)  # not the owner's process: its command line stays hidden
     html = client.get(reverse("host-detail", args=["node-1"])).content.decode()
     assert "python x.py" not in html and "command hidden" in html
+
+
+def test_the_host_page_says_whose_a_containers_process_is(client, node, admin_user):
+    in_containers(node)
+    client.force_login(admin_user)
+    html = client.get(reverse("host-detail", args=["node-1"])).content.decode()
+    assert "<td>alice (container train-3)</td>" in html
+    assert "<td>container eval-7 (owner unknown)</td>" in html and ">root<" not in html
 
 
 def test_the_api_never_shows_the_raw_host_key(client, node, owner):

@@ -1,4 +1,4 @@
-"""A real local HTTP receiver for webhooks and the real SMTP receiver (aiosmtpd)."""
+"""A real local HTTP receiver for webhooks (the real SMTP receiver: tests/mailbox.py)."""
 
 import contextlib
 import json
@@ -7,7 +7,6 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from aiosmtpd.controller import Controller
 
 from tests.protection.conftest import booking, node, probe, tasks_run_inline  # noqa: F401
 
@@ -54,35 +53,6 @@ def receiver(settings):
     yield server
     server.shutdown()
     server.server_close()
-
-
-class Inbox:
-    def __init__(self):
-        self.messages = []
-
-    async def handle_DATA(self, server, session, envelope):  # noqa: N802 (aiosmtpd's name)
-        self.messages.append(envelope)
-        return "250 OK"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def smtp(settings):
-    """Mail goes over real SMTP to a local aiosmtpd; the fixture is its inbox."""
-    inbox, port = Inbox(), free_port()
-    controller = Controller(inbox, hostname="127.0.0.1", port=port)
-    controller.start()
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", port
-    settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
-    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
-    yield inbox
-    controller.stop()
 
 
 class Silent:

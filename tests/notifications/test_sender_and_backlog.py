@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from monitoring.lease import record_success
+from core.lease import record_success
 from notifications import send
 from notifications.models import Channel, Delivery
 from notifications.sender import ACTIVITY, Sender

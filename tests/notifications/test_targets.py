@@ -7,7 +7,7 @@ import pytest
 
 from notifications import send, targets, webhooks
 from notifications.models import Channel, Delivery
-from tests.notifications.conftest import free_port
+from tests.realparts import free_port
 
 PAGE, API = "/notifications/", "/api/notification-channels/"
 INTERNAL = [

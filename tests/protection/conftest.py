@@ -71,7 +71,8 @@ class Probe:
         self.at = timezone.now()
 
     def saw(self, *processes, reachable=True) -> "Probe":
-        """processes: (gpu index, pid, user, command) tuples."""
+        """processes: (gpu index, pid, user, command) tuples, and optionally the container
+        (monitoring.containers' {"id", "name", "runtime"}) as a fifth item."""
         self.at += timedelta(seconds=2)
         self.host.status = Host.Status.UP if reachable else Host.Status.UNREACHABLE
         self.host.last_probe_at = self.at
@@ -81,8 +82,14 @@ class Probe:
             "error": None if reachable else "cannot connect",
             "gpus": [],
             "processes": [
-                {"gpu_uuid": f"GPU-{gpu}", "pid": pid, "user": user, "command": command}
-                for gpu, pid, user, command in processes
+                {
+                    "gpu_uuid": f"GPU-{gpu}",
+                    "pid": pid,
+                    "user": user,
+                    "command": command,
+                    "container": container[0] if container else None,
+                }
+                for gpu, pid, user, command, *container in processes
             ],
             "cpu": {},
         }

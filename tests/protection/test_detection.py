@@ -13,7 +13,7 @@ from django_q.brokers import get_broker
 
 from accesscontrol.models import HostAccount
 from accesscontrol.services import ensure_default_group, profile_for
-from monitoring.models import Activity
+from core.models import Activity
 from monitoring.signals import cycle_finished
 from protection import config
 from protection.apps import check_settings
@@ -186,6 +186,37 @@ def test_roots_processes_are_never_blamed_on_a_user_mapped_to_root(probe, bookin
         cycle(probe, (0, 1, "root", "python mine.py"))
     violation = Violation.objects.get()
     assert violation.offender is None and violation.offender_name == "root"
+
+
+# Containers, as monitoring.containers describes them: the owner is the label's (or None).
+TRAIN_3 = {"id": "b508e2673897", "name": "train-3", "runtime": "docker"}
+EVAL_7 = {"id": "ccab8193cec2", "name": "eval-7", "runtime": "podman"}
+
+
+def test_a_container_without_an_owner_is_an_intruder_of_unknown_owner_never_root(
+    probe, booking, admin_user
+):
+    profile = profile_for(admin_user)
+    profile.unix_username = "root"
+    profile.save()
+    cycle(probe)
+    cycle(probe, (0, 4242, None, "python train.py", TRAIN_3))
+    violation = Violation.objects.get()
+    assert (violation.offender_unix, violation.offender) == ("", None)
+    assert (violation.container_id, violation.container_name) == ("b508e2673897", "train-3")
+    assert violation.offender_name == "container train-3 (owner unknown)"
+
+
+def test_the_owners_labelled_container_is_theirs_anothers_intrudes(probe, booking, other_user):
+    cycle(probe)
+    cycle(
+        probe,
+        (0, 100, "owner", "python mine.py", TRAIN_3),
+        (0, 101, "other", "python theirs.py", EVAL_7),
+    )
+    violation = Violation.objects.get()
+    assert (violation.pid, violation.offender) == (101, other_user)
+    assert violation.offender_name == "other (container eval-7)"
 
 
 def test_reserved_level_ignores_unreserved_gpus_and_strict_flags_them(probe, booking, settings):

@@ -1,16 +1,20 @@
 """Handlers: queued per cycle, each run recorded, failures isolated; mail, terminal, webhook."""
 
 import json
+import os
+import pwd
 import threading
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
-from django.core import mail
 
-from monitoring.models import Activity
+from core.models import Activity
+from notifications.models import Channel, Delivery
+from notifications.send import send_due
 from protection.detection import check_hosts
 from protection.handlers import ACTIVITY, Skip
+from protection.handlers.kill import KillHandler
 from protection.handlers.terminal import terminals, write_to_terminals
 from protection.handlers.texts import sanitized, to_offender
 from protection.models import HandlerRun, Violation
@@ -19,6 +23,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 HERE = "tests.protection.test_handlers"
 MAIL = "protection.handlers.email.EmailHandler"
+NOTIFY = "protection.handlers.notify.NotifyHandler"
 seen: list[int] = []
 
 
@@ -115,52 +120,87 @@ def test_handlers_are_queued_only_once_detection_committed(
     assert seen == [] and not HandlerRun.objects.exists()
 
 
-# --- e-mail ---------------------------------------------------------------------------------
+# --- e-mail (through the notifications app: each person's mail channels) -----------------
+
+
+def mailed(smtp) -> list[list[str]]:
+    """Send what the handlers recorded, as the notifications sender does; who got mail."""
+    send_due()
+    return smtp.to()
 
 
 def test_mail_goes_to_the_offender_once_per_reservation_window(
-    probe, booking, settings, tasks_run_inline
+    probe, booking, settings, tasks_run_inline, smtp
 ):
     handlers(settings, MAIL)
     intrude(probe, (0, 10, "other", "a"), (0, 11, "other", "b"), cycles=4)
-    assert len(mail.outbox) == 1
-    message = mail.outbox[0]
-    assert message.to == ["other@example.org"]
-    assert "GPU 0 of node-1" in message.body and "reserved by owner" in message.body
+    assert mailed(smtp) == [["other@example.org"]]
+    text = smtp.text()
+    assert "GPU 0 of node-1" in text and "reserved by owner" in text
     assert runs(MAIL) == ["done", "skipped"]
+    assert Delivery.objects.get().event == "on_others_gpu"
     # A new intruder process after the window has passed is mailed again.
     HandlerRun.objects.update(
         started_at=HandlerRun.objects.get(status="done").started_at - timedelta(minutes=11)
     )
     intrude(probe, (0, 12, "other", "c"))
-    assert len(mail.outbox) == 2
+    assert len(mailed(smtp)) == 2
 
 
 def test_mail_can_also_go_to_the_owner_and_the_admins(
-    probe, booking, settings, admin_user, tasks_run_inline
+    probe, booking, settings, admin_user, tasks_run_inline, smtp
 ):
     handlers(settings, {"handler": MAIL, "options": {"to_owner": True, "to_admins": True}})
     intrude(probe, (0, 10, "other", "a"))
-    recipients = sorted(tuple(m.to) for m in mail.outbox)
-    assert recipients == [("boss@example.org", "owner@example.org"), ("other@example.org",)]
-    owners_copy = next(m for m in mail.outbox if "owner@example.org" in m.to)
-    assert "other (process 10" in owners_copy.body
+    assert sorted(mailed(smtp)) == [
+        ["boss@example.org"], ["other@example.org"], ["owner@example.org"]
+    ]  # fmt: skip
+    owners_copy = next(m for m in smtp.messages if m.rcpt_tos == ["owner@example.org"])
+    assert "other (process 10" in owners_copy.content.decode()
+    events = dict(Delivery.objects.values_list("channel__user__username", "event"))
+    assert events == {"other": "on_others_gpu", "owner": "intruder", "boss": "intruder_admin"}
+    assert HandlerRun.objects.get(handler=MAIL).outcome == "mailed other, owner, boss"
+
+
+def test_mail_follows_each_persons_channels(
+    probe, booking, settings, owner, other_user, tasks_run_inline, smtp
+):
+    """The owner chose another address; the offender wants no mail about this event."""
+    handlers(settings, {"handler": MAIL, "options": {"to_owner": True}})
+    Channel.objects.create(user=owner, kind="email", target="desk@lab.example.org")
+    Channel.objects.create(user=other_user, kind="email", events=["job_ended"])
+    intrude(probe, (0, 10, "other", "a"))
+    assert mailed(smtp) == [["desk@lab.example.org"]]
+
+
+def test_mail_and_notify_handlers_share_one_delivery_per_person(
+    probe, booking, settings, tasks_run_inline, smtp
+):
+    """Both handlers mail the owner and the offender: one table, one mail each."""
+    handlers(
+        settings,
+        {"handler": MAIL, "options": {"to_owner": True}},
+        {"handler": NOTIFY, "options": {"with_mail": True}},
+    )
+    intrude(probe, (0, 10, "other", "a"))
+    assert sorted(mailed(smtp)) == [["other@example.org"], ["owner@example.org"]]
+    assert runs(MAIL) == ["done"] and runs(NOTIFY) == ["skipped"]  # told already
 
 
 def test_mail_is_capped_per_cycle(
-    probe, booking, settings, other_user, admin_user, tasks_run_inline
+    probe, booking, settings, other_user, admin_user, tasks_run_inline, smtp
 ):
     handlers(settings, {"handler": MAIL, "options": {"max_per_cycle": 1}})
     intrude(probe, (0, 10, "other", "a"), (0, 11, "boss", "b"))
-    assert len(mail.outbox) == 1
+    assert len(mailed(smtp)) == 1
     assert sorted(runs(MAIL)) == ["done", "skipped"]
     assert "cap of 1" in HandlerRun.objects.get(status="skipped").outcome
 
 
-def test_an_unknown_owner_is_not_mailed(probe, booking, settings, tasks_run_inline):
+def test_an_unknown_owner_is_not_mailed(probe, booking, settings, tasks_run_inline, smtp):
     handlers(settings, MAIL)
     intrude(probe, (0, 10, None, "a"))
-    assert mail.outbox == [] and runs(MAIL) == ["skipped"]
+    assert mailed(smtp) == [] and runs(MAIL) == ["skipped"]
 
 
 # --- terminal message -----------------------------------------------------------------------
@@ -204,6 +244,34 @@ def test_an_unknown_owner_gets_no_terminal_message(probe, booking, settings):
     intrude(probe, (0, 10, "4711", "a"))
     with pytest.raises(Skip, match="owner unknown"):
         write_to_terminals(Violation.objects.get())
+
+
+# --- processes in containers ----------------------------------------------------------------
+
+TRAIN_3 = {"id": "b508e2673897", "name": "train-3", "runtime": "docker"}
+
+
+def test_the_offender_is_told_which_container(probe, booking, settings):
+    settings.VIOLATION_HANDLERS = []
+    intrude(probe, (0, 10, "other", "python train.py", TRAIN_3))
+    text = to_offender(Violation.objects.get())
+    assert "your process 10 in container train-3 (python train.py)" in text
+
+
+def test_a_labelled_containers_process_running_as_another_account_is_not_killed(
+    probe, booking, settings, real_processes
+):
+    """The label names its owner; the process runs as the container's account (root, or
+    this test's): not the offender's, so the kill handler cannot tell it from a reused PID."""
+    settings.VIOLATION_HANDLERS = []
+    probe.host.transport = "local"
+    probe.host.save()
+    process = real_processes(["sleep", "304"])
+    intrude(probe, (0, process.pid, "other", "sleep 304", TRAIN_3))
+    account = pwd.getpwuid(os.getuid()).pw_name
+    with pytest.raises(Skip, match=rf"runs as {account} in other \(container train-3\)"):
+        KillHandler().handle(Violation.objects.get())
+    assert process.poll() is None
 
 
 # --- the documented example: a chat webhook -------------------------------------------------

@@ -5,7 +5,7 @@ from django.utils import timezone
 from django_q.brokers import get_broker
 from django_q.signing import SignedPackage
 
-from monitoring.models import Activity
+from core.models import Activity
 from monitoring.signals import cycle_finished
 from queueing import scheduler
 from queueing.models import QueuedJob
@@ -80,7 +80,7 @@ def test_a_job_that_cannot_be_started_is_recorded_and_the_others_still_start(run
 
 
 def test_a_dispatcher_finding_the_lease_taken_leaves_the_round_to_its_holder(lab, owner):
-    from monitoring import lease
+    from core import lease
 
     queue(owner, "x")
     assert lease.acquire(scheduler.ACTIVITY, "someone else", 60)

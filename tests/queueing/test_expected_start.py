@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from queueing.availability import when
+from allocation.rule import when
 from queueing.scheduler import plan_round
 
 from .conftest import queue, reserve

@@ -9,19 +9,25 @@ import threading
 
 import pytest
 from django.contrib.auth.models import Group
-from django.core import mail
 from django.db import connection
 from django.utils import timezone
 
+from allocation.placement import Slot
 from jobs.models import Task
+from notifications.send import send_due
 from queueing import scheduler
 from queueing.models import GpuClaim, QueuedJob, QueueQuota, QueueRun
-from queueing.placement import Slot
 
 from .conftest import probe_again, queue, reserve, soon, wait_for
 
 State = QueuedJob.State
 LONG = f"{sys.executable} -c 'import time; time.sleep(600)'"
+
+
+def stop_notices(smtp) -> list[str]:
+    """The bodies of the 'queued job stopped' mails, sent as the notifications sender does."""
+    send_due()
+    return [body for _, subject, body in smtp.mails() if subject.endswith("' stopped")]
 
 
 def state(queued) -> str:
@@ -75,7 +81,7 @@ def test_a_start_that_fails_on_one_host_is_undone_on_all(runner, real_nodes):
 
 
 def test_a_reservation_stops_the_job_before_it_starts_and_requeues_it(
-    runner, other_user, real_nodes, settings
+    runner, other_user, real_nodes, settings, smtp
 ):
     settings.QUEUE_PREEMPT_LEAD_SECONDS = 120
     settings.JOBS_STOP_GRACE_SECONDS = 5
@@ -93,7 +99,8 @@ def test_a_reservation_stops_the_job_before_it_starts_and_requeues_it(
     assert state(job) == State.STOPPING
     assert "GPU 1 on node-2 is reserved by other from" in job.stop_reason
     assert [t.status for t in tasks_of(job)] == [Task.Status.STOPPING]
-    assert len(mail.outbox) == 1 and "goes back to the queue" in mail.outbox[0].body
+    (notice,) = stop_notices(smtp)
+    assert "goes back to the queue" in notice and "is being stopped: GPU 1 on node-2" in notice
     assert round_until(lambda: state(job) == State.WAITING, real_nodes)
     assert [t.status for t in tasks_of(job)] == [Task.Status.KILLED]
     # The reservation is within the horizon: it waits, and says why.
@@ -102,7 +109,7 @@ def test_a_reservation_stops_the_job_before_it_starts_and_requeues_it(
     assert f"GPU 1 on node-2 reserved by other from {local:%H:%M}" in job.reasons
 
 
-def test_a_job_that_should_not_be_requeued_ends_preempted(runner, other_user, real_nodes):
+def test_a_job_that_should_not_be_requeued_ends_preempted(runner, other_user, real_nodes, smtp):
     node2, _ = real_nodes
     job = queue(
         runner,
@@ -113,11 +120,11 @@ def test_a_job_that_should_not_be_requeued_ends_preempted(runner, other_user, re
     scheduler.run_round()
     reserve(other_user, [node2.devices.get(index=0)], soon(0.5), soon(60))
     scheduler.run_round()
-    assert "You asked not to requeue it" in mail.outbox[0].body
+    assert "You asked not to requeue it" in stop_notices(smtp)[0]
     assert round_until(lambda: state(job) == State.PREEMPTED, real_nodes)
 
 
-def test_the_owners_own_reservation_does_not_stop_their_job(runner, real_nodes):
+def test_the_owners_own_reservation_does_not_stop_their_job(runner, real_nodes, smtp):
     node2, _ = real_nodes
     job = queue(
         runner,
@@ -127,7 +134,7 @@ def test_the_owners_own_reservation_does_not_stop_their_job(runner, real_nodes):
     scheduler.run_round()
     reserve(runner, [node2.devices.get(index=0)], soon(0.5), soon(60))
     scheduler.run_round()
-    assert state(job) == State.RUNNING and not mail.outbox
+    assert state(job) == State.RUNNING and not stop_notices(smtp)
 
 
 def test_a_job_that_ends_frees_its_gpus_for_the_next(runner, real_nodes):
@@ -226,7 +233,7 @@ def test_two_dispatchers_at_once_never_share_a_gpu(runner, real_nodes):
 
 
 def test_a_queued_4_gpu_job_waits_starts_is_stopped_for_a_reservation_and_requeued(
-    client, runner, other_user, real_nodes, gpus, real_processes, settings
+    client, runner, other_user, real_nodes, gpus, real_processes, settings, smtp
 ):
     """Queued in the evening, it says why it waits, starts when the GPUs free, is stopped
     and requeued before the morning's reservation, and says why it waits again."""
@@ -250,7 +257,7 @@ def test_a_queued_4_gpu_job_waits_starts_is_stopped_for_a_reservation_and_requeu
     start = soon(1.5)
     reserve(other_user, [node2.devices.get(index=0)], start, soon(600))
     scheduler.run_round()
-    assert state(job) == State.STOPPING and mail.outbox
+    assert state(job) == State.STOPPING and stop_notices(smtp)
     assert round_until(lambda: state(job) == State.WAITING, real_nodes)
     page = client.get("/queue/").content.decode()
     local = timezone.localtime(start)

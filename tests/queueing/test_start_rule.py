@@ -12,10 +12,10 @@ from django.utils import timezone
 
 from accesscontrol.models import Ban
 from accesscontrol.services import profile_for
+from allocation.rule import CODES, may_start
 from jobs import services as job_services
 from jobs.models import Task
 from monitoring.models import Device, Host
-from queueing.availability import CODES, may_start
 from queueing.gpurun import Runner
 from queueing.models import GpuClaim, QueuedJob, QueueRun
 from queueing.scheduler import plan_round

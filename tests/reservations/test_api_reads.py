@@ -1,5 +1,5 @@
 """The reservations list is read with values(), written by its serializer's fields
-(hiveproject.rows.ValuesRows) and rendered by orjson: the same answer as the serializer and
+(core.rows.ValuesRows) and rendered by orjson: the same answer as the serializer and
 DRF's renderer give, in a number of queries that does not grow with it."""
 
 import json
@@ -99,7 +99,7 @@ def test_a_later_page_read_by_ids_is_the_serializers_answer_in_as_many_queries(
     client, owner, other_user, lab, everyone_may_book, settings, params
 ):
     """Pages past the first are read by the ids an offset subquery picks
-    (hiveproject.pagination.FirstPageUncounted): the same bookings, GPUs and order as the
+    (core.pagination.FirstPageUncounted): the same bookings, GPUs and order as the
     serializer gives for that slice of the list, and no query more than the first page."""
     settings.API_PAGE_SIZE = 4
     make_bookings(owner, other_user, lab, 11)

@@ -1,4 +1,5 @@
-"""The calendar feed and the overview: their content, and query counts that do not grow."""
+"""The calendar's data (from the API) and the overview: their content, and query counts that
+do not grow."""
 
 from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo
@@ -14,15 +15,25 @@ from reservations.overview import FREE, MINE, OUTSIDE, TAKEN, overview_rows
 from tests.reservations.test_booking import book, tomorrow
 
 
-def feed(client, day, **extra):
-    query = {"start": f"{day}T00:00", "end": f"{day + timedelta(days=7)}T00:00", **extra}
-    response = client.get("/reservations/calendar/events/", query)
+def week(day):
+    start = datetime.combine(day, time(), tzinfo=timezone.get_current_timezone())
+    return {"start": start.isoformat(), "end": (start + timedelta(days=7)).isoformat()}
+
+
+def bookings(client, day, devices):
+    """The calendar's boxes: the week's bookings of the GPUs shown, from the list."""
+    query = {**week(day), "device": ",".join(str(d.pk) for d in devices)}
+    response = client.get("/api/reservations/", query)
     assert response.status_code == 200, response.content
-    return response.json()["events"]
+    return response.json()
 
 
-def boxes(events):
-    return [e for e in events if e.get("display") != "background"]
+def shading(client, day, devices):
+    """Where the calendar shades: the reader's access to the GPUs shown, from /api/access/."""
+    query = {**week(day), "device": ",".join(str(d.pk) for d in devices)}
+    response = client.get("/api/access/", query)
+    assert response.status_code == 200, response.content
+    return {d["id"]: d["covered"] for d in response.json()["devices"]}
 
 
 @pytest.fixture
@@ -37,41 +48,50 @@ def many_bookings(owner, other_user, gpus, everyone_may_book):
 
 
 @pytest.mark.parametrize("count", [1, 12])
-def test_the_feed_uses_a_constant_number_of_queries(
-    client, owner, many_bookings, count, django_assert_num_queries
+def test_the_week_uses_a_constant_number_of_queries(
+    client,
+    owner,
+    gpus,
+    many_bookings,
+    count,
+    django_assert_num_queries,
+    django_assert_max_num_queries,
 ):
     many_bookings(count)
     client.force_login(owner)
     profile_for(owner)
     changes.forget()  # the bookings' checks kept some of the owner's access facts
-    # session, user, zone, choice, devices, slots, bans (one query), grants and their windows
-    # (a grant of all devices needs no hosts or GPUs read), the change token once
+    day = tomorrow(0).date()
+    # session, user, zone, the bookings' page, their GPUs (at most: the list's own fast path)
+    with django_assert_max_num_queries(5):
+        assert len(bookings(client, day, gpus)) == count
+    # session, user, zone, the GPUs named (checked, then read with their hosts), bans (one
+    # query), grants and their windows (a grant of all devices needs no hosts or GPUs read),
+    # the change token once
     with django_assert_num_queries(10):
-        events = feed(client, tomorrow(0).date())
-    assert len(boxes(events)) == count
+        covered = shading(client, day, gpus)
+    assert all(len(spans) == 1 for spans in covered.values())
     # Then the bans, grants and windows are kept while the token stays.
     with django_assert_num_queries(10 - 3):
-        assert feed(client, tomorrow(0).date()) == events
+        assert shading(client, day, gpus) == covered
 
 
-def test_a_multi_gpu_booking_is_one_box_over_its_columns(client, owner, gpus, everyone_may_book):
+def test_a_multi_gpu_booking_names_its_gpus(client, owner, gpus, everyone_may_book):
     book(owner, gpus[:3], tomorrow(9), tomorrow(11), "wide")
     client.force_login(owner)
-    (box,) = boxes(feed(client, tomorrow(0).date()))
-    assert sorted(box["resourceIds"]) == sorted(str(g.pk) for g in gpus[:3])
-    assert box["title"] == "owner: wide" and {"mine", "confirmed"} <= set(box["classNames"])
+    (row,) = bookings(client, tomorrow(0).date(), gpus[1:2])
+    assert row["devices"] == [g.pk for g in gpus[:3]] and row["owner"] == "owner"
 
 
-def test_times_are_in_the_users_own_zone(client, owner, gpus, everyone_may_book):
+def test_times_are_instants_in_the_users_own_zone(client, owner, gpus, everyone_may_book):
     profile = profile_for(owner)
     profile.time_zone = "Asia/Tokyo"
     profile.save()
     book(owner, gpus[:1], tomorrow(9), tomorrow(11))
     client.force_login(owner)
     day = tomorrow(9).astimezone(timezone.get_current_timezone()).date()
-    (box,) = boxes(feed(client, day - timedelta(days=1)))
-    tokyo = tomorrow(9).astimezone(ZoneInfo("Asia/Tokyo"))
-    assert box["start"] == tokyo.replace(tzinfo=None).isoformat()
+    (row,) = bookings(client, day - timedelta(days=1), gpus)
+    assert row["start"] == tomorrow(9).astimezone(ZoneInfo("Asia/Tokyo")).isoformat()
 
 
 def test_only_permitted_windows_are_shaded(client, owner, gpus):
@@ -79,10 +99,12 @@ def test_only_permitted_windows_are_shaded(client, owner, gpus):
     grant.users.add(owner)
     Window.objects.create(grant=grant, weekdays="0123456", start=time(8), end=time(12))
     client.force_login(owner)
-    day = tomorrow(0).date()
-    shaded = [e for e in feed(client, day, devices=str(gpus[0].pk)) if e.get("display")]
-    assert len(shaded) == 7
-    assert all(e["start"].endswith("T08:00:00") and e["end"].endswith("T12:00:00") for e in shaded)
+    covered = shading(client, tomorrow(0).date(), gpus[:1])[gpus[0].pk]
+    assert len(covered) == 7
+    zone = timezone.get_current_timezone()
+    for span in covered:
+        start, end = (datetime.fromisoformat(span[k]).astimezone(zone) for k in ("start", "end"))
+        assert (start.time(), end.time()) == (time(8), time(12))
 
 
 def test_the_overview_paints_each_hour(owner, other_user, gpus, everyone_may_book):

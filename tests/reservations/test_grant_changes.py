@@ -4,10 +4,11 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Group
-from django.core import mail
 from django.utils import timezone
 from django_q.conf import Conf
 
+from notifications.models import Delivery
+from notifications.send import send_due
 from reservations.models import Reservation
 from tests.reservations.test_booking import book, tomorrow
 
@@ -25,6 +26,7 @@ def test_losing_access_withdraws_future_and_ongoing_bookings(
     everyone_may_book,
     tasks_run_inline,
     django_capture_on_commit_callbacks,
+    smtp,
 ):
     future = book(owner, gpus[:1], tomorrow(9), tomorrow(12), title="future")
     now = timezone.now()
@@ -41,8 +43,13 @@ def test_losing_access_withdraws_future_and_ongoing_bookings(
     assert "Cancelled by the service" in future.note and "node-1:0" in future.note
     assert ongoing.status == Reservation.Status.CONFIRMED and ongoing.end <= timezone.now()
     assert untouched.status == Reservation.Status.CONFIRMED
-    assert sorted(m.to[0] for m in mail.outbox) == ["owner@example.org"] * 2
-    assert "was cancelled" in mail.outbox[0].subject
+    told = Delivery.objects.filter(event="booking_withdrawn", channel__user=owner)
+    assert told.count() == 2
+    assert send_due() == 2  # as the notifications sender does
+    assert smtp.to() == [["owner@example.org"]] * 2
+    assert "Subject: Your reservation 'future' was cancelled" in "".join(
+        smtp.text(i) for i in (0, 1)
+    )
 
 
 def test_access_growing_back_revives_nothing(
@@ -74,22 +81,19 @@ def test_a_grant_change_is_handed_to_the_workers(
     broker.purge_queue()
 
 
-def test_a_mail_that_fails_keeps_no_booking_from_being_withdrawn(
+def test_a_mail_server_away_keeps_no_booking_from_being_withdrawn(
     owner,
     other_user,
     gpus,
     everyone_may_book,
     tasks_run_inline,
     django_capture_on_commit_callbacks,
-    settings,
+    smtp,
 ):
-    from monitoring.models import Activity
+    from core.models import Activity
     from reservations.tasks import RECHECK_ACTIVITY
-    from tests.realparts import free_port
 
-    # A real SMTP backend pointed at a port where nothing listens: every send fails.
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", free_port(), 2
+    smtp.down()  # the mail server is away: every send fails
     first = book(owner, gpus[:1], tomorrow(9), tomorrow(12), title="first")
     second = book(other_user, gpus[1:2], tomorrow(9), tomorrow(12), title="second")
     with django_capture_on_commit_callbacks(execute=True):
@@ -98,5 +102,12 @@ def test_a_mail_that_fails_keeps_no_booking_from_being_withdrawn(
         booking.refresh_from_db()
         assert booking.status == Reservation.Status.CANCELLED
     activity = Activity.objects.get(name=RECHECK_ACTIVITY)
-    assert "2 reservation(s) withdrawn; could not mail" in activity.last_error
-    assert "owner" in activity.last_error and "other" in activity.last_error
+    assert activity.last_summary == "2 reservation(s) withdrawn" and not activity.last_error
+    assert send_due() == 0
+    failed = Delivery.objects.filter(event="booking_withdrawn")
+    assert [(d.state, d.attempts) for d in failed] == [("pending", 1)] * 2
+    assert all("Connection refused" in d.last_error for d in failed)
+    smtp.up()
+    failed.update(next_try_at=timezone.now())  # the backoff has passed
+    assert send_due() == 2
+    assert sorted(smtp.to()) == [["other@example.org"], ["owner@example.org"]]

@@ -1,17 +1,18 @@
-"""Usage figures from the monitoring history, reminders and idle warnings sent once, over SMTP."""
+"""Usage figures from the monitoring history; reminders and idle warnings told once, by mail
+over SMTP unless the owner chose otherwise."""
 
-import socket
 from datetime import timedelta
 
 import pytest
-from aiosmtpd.controller import Controller
-from django.core import mail
 from django.utils import timezone
 
 from monitoring.models import GpuMetric, Resolution
+from notifications.models import Channel, Delivery
+from notifications.send import send_due
 from reservations import notifications, schedules
-from reservations.models import Reservation, ReservedDevice, SentNotification
+from reservations.models import Reservation, ReservedDevice
 from reservations.usage import finalise_ended, usage_of
+from tests.notifications.conftest import receiver  # noqa: F401 (fixture)
 from tests.reservations.test_booking import book, tomorrow
 
 MINUTE = timedelta(minutes=1)
@@ -114,21 +115,22 @@ def test_a_booking_crossing_the_period_edge_counts_its_share_of_use(running, gpu
     assert line.used_hours <= line.booked_hours
 
 
-# --- mails ----------------------------------------------------------------------------------
+# --- notices (mail by default, through the notifications app) ------------------------------
 
 
-def test_start_reminder_is_sent_once(owner, gpus, everyone_may_book, settings):
+def test_start_reminder_is_told_once(owner, gpus, everyone_may_book, settings, smtp):
     settings.RESERVATION_REMIND_START_MINUTES = 30
     soon = timezone.now() + 20 * MINUTE
     book(owner, gpus[:1], soon, soon + timedelta(hours=1), title="soon")
     book(owner, gpus[1:2], soon + timedelta(hours=2), soon + timedelta(hours=3), title="later")
     assert notifications.send_due()["starts"] == 1
     assert notifications.send_due()["starts"] == 0
-    assert [m.subject for m in mail.outbox] == ["Your reservation 'soon' starts soon"]
-    assert mail.outbox[0].to == ["owner@example.org"]
+    assert send_due() == 1  # as the notifications sender does
+    assert smtp.to() == [["owner@example.org"]]
+    assert "Subject: Your reservation 'soon' starts soon" in smtp.text()
 
 
-def test_end_reminder_and_idle_warning(running, gpus, settings):
+def test_end_reminder_and_idle_warning(running, gpus, settings, smtp):
     settings.RESERVATION_REMIND_END_MINUTES = 45
     settings.RESERVATION_IDLE_MINUTES = 60
     now = timezone.now()
@@ -136,58 +138,29 @@ def test_end_reminder_and_idle_warning(running, gpus, settings):
     samples(gpus[1], now - 61 * MINUTE, 61, 0.0)
     GpuMetric.objects.create(device=gpus[1], time=now - 5 * MINUTE, utilization_gpu=90.0)
     sent = schedules.run_notifications()
-    assert sent == "0 starts, 1 ends, 1 idle mail(s) sent"
-    assert {m.subject for m in mail.outbox} == {
+    assert sent == "0 starts, 1 ends, 1 idle notice(s) told"
+    assert schedules.run_notifications() == "0 starts, 0 ends, 0 idle notice(s) told"
+    assert send_due() == 2
+    assert {d.subject for d in Delivery.objects.all()} == {
         "Your reservation 'run' ends soon",
         f"Reserved GPU {gpus[0].host.name}:0 is idle",
     }
-    assert schedules.run_notifications() == "0 starts, 0 ends, 0 idle mail(s) sent"
-    assert SentNotification.objects.count() == 2
+    assert len(smtp.messages) == 2 and send_due() == 0
 
 
-def test_a_failing_mail_server_is_recorded_and_retried(running, settings):
+def test_an_owner_who_chose_chat_for_reminders_gets_no_mail(
+    running,
+    settings,
+    smtp,
+    receiver,  # noqa: F811
+):
     settings.RESERVATION_REMIND_END_MINUTES = 45
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", free_port()  # nobody listens
-    with pytest.raises(OSError):
-        schedules.run_notifications()
-    assert not SentNotification.objects.exists()  # the claim went with the failed send
-    from monitoring.models import Activity
-
-    assert Activity.objects.get(name=schedules.NOTIFY_ACTIVITY).last_error
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Inbox:
-    def __init__(self):
-        self.messages = []
-
-    async def handle_DATA(self, server, session, envelope):
-        self.messages.append(envelope)
-        return "250 OK"
-
-
-def test_mail_goes_out_over_plain_smtp_without_auth_or_tls(running, settings):
-    inbox, port = Inbox(), free_port()
-    controller = Controller(inbox, hostname="127.0.0.1", port=port)
-    controller.start()
-    try:
-        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", port
-        settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
-        settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
-        settings.RESERVATION_REMIND_END_MINUTES = 45
-        notifications.send_due()
-    finally:
-        controller.stop()
-    (envelope,) = inbox.messages
-    assert envelope.rcpt_tos == ["owner@example.org"]
-    assert b"Subject: Your reservation 'run' ends soon" in envelope.content
+    Channel.objects.create(user=running.owner, kind="email", events=["booking_starts"])
+    Channel.objects.create(user=running.owner, kind="slack", target=receiver.url)
+    assert notifications.send_due()["ends"] == 1
+    assert send_due() == 1
+    assert smtp.messages == [] and len(receiver.received) == 1
+    assert "'run' ends" in receiver.received[0][1]["text"]
 
 
 def test_schedules_are_registered_once(db):

@@ -33,7 +33,7 @@ SENT = 32 * MIB  # what a test sends of a body that is too large: far below a Gi
 def webserver_command(port: int) -> list[str]:
     """The server as the systemd unit and `serve` run it."""
     return [
-        *(sys.executable, "-m", "hiveproject.webserver", "-b", "127.0.0.1", "-p", str(port)),
+        *(sys.executable, "-m", "core.webserver", "-b", "127.0.0.1", "-p", str(port)),
         "hiveproject.asgi:application",
     ]
 

@@ -15,7 +15,7 @@ from django.core import mail
 from django.test import RequestFactory
 
 from accesscontrol.services import make_host_admin, profile_for
-from apitokens.limits import client_address
+from core.clients import client_address
 from monitoring.models import Device, Host
 
 from .conftest import ROOT

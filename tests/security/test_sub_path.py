@@ -90,7 +90,7 @@ def test_signing_in_lands_under_the_prefix_with_a_secure_session_cookie(proxied_
     status, _, page = via_proxy(proxied_site, "GET", "/gpus/", headers=cookie)
     assert status == 200
     assert 'data-ws-path="/gpus/ws/monitoring/live/"' in page
-    assert 'data-states-url="/gpus/board/states.json"' in page
+    assert 'data-api-root="/gpus/api/"' in page  # where the pages' scripts call the API
     assert 'href="/gpus/api/docs/"' in page
     # The CLI calls <site>/api/...: the site it is told to log in to carries the prefix.
     _, _, page = via_proxy(proxied_site, "GET", "/gpus/account/tokens/", headers=cookie)

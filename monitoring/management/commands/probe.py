@@ -3,6 +3,7 @@ import logging
 
 from django.core.management.base import BaseCommand, CommandError
 
+from monitoring.containers import owner_text
 from monitoring.inventory import probe_and_record
 from monitoring.loop import probe_once_now
 from monitoring.models import Host
@@ -97,7 +98,7 @@ class Command(BaseCommand):
                         [
                             index.get(p["gpu_uuid"], p["gpu_uuid"]),
                             p["pid"],
-                            p["user"] or "(unknown)",
+                            owner_text(p),
                             p["memory_mib"],
                             p["command"],
                         ]

@@ -48,10 +48,9 @@ def access_log_options(access_log: str) -> list[str]:
 
 def web_command(bind: str, port: int, access_log: str = "") -> list[str]:
     """The web process: daphne with the bounds on request heads and bodies that nginx has
-    (hiveproject.webserver), since --bind may expose it directly; as the systemd unit runs
-    it."""
+    (core.webserver), since --bind may expose it directly; as the systemd unit runs it."""
     options = ["-b", bind, "-p", str(port), *access_log_options(access_log)]
-    return [sys.executable, "-m", "hiveproject.webserver", *options, ASGI_APP]
+    return [sys.executable, "-m", "core.webserver", *options, ASGI_APP]
 
 
 class Command(BaseCommand):

@@ -5,8 +5,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.template.defaultfilters import pluralize
 
+from accesscontrol.owners import service_user
 from monitoring.models import Device, Host
-from protection.owners import service_user
 from queueing.gpurun import Runner
 
 
