@@ -11,8 +11,16 @@ first user would (until then it has not loaded its URLs and views); after `--set
 from the start each process of the service is read from /proc/PID/smaps_rollup:
 RSS, PSS and USS (private pages); then the service is stopped with SIGINT. Checkouts are run
 one after another, `--rounds` times, interleaved, so several trees compare on one machine.
+PSS is the figure to judge by: it counts a page shared by several processes once, split
+between them, as the machine's memory holds it.
 
-Run: .venv/bin/python bench/memory.py [--settle 60] [--rounds 1] [--ssh-hosts N] [CHECKOUT ...]
+With `--tensorhive-venv VENV`, each round also starts TensorHive 1.1.0's API server as
+bench/api_side_by_side.py does (bench/tensorhive/setup.sh: one process, its SQLite database
+filled with the same 5,000 bookings), asks it for its reservations once, and reads its PSS
+after the same settle time: the process that answers TensorHive's API, beside ours.
+
+Run: .venv/bin/python bench/memory.py [--settle 60] [--rounds 1] [--ssh-hosts N]
+        [--tensorhive-venv /tmp/tensorhive-venv] [CHECKOUT ...]
 """
 
 import argparse
@@ -79,6 +87,8 @@ def name_of(pid: int) -> str:
     except OSError:
         return "?"
     text = " ".join(w.decode(errors="replace") for w in words if w)
+    if "core.webserver" in text:  # the bounded daphne `serve` runs
+        return "daphne"
     for marker in ("qcluster", "daphne", "serve", "ssh", "screen"):
         if marker in text:
             return marker
@@ -150,7 +160,7 @@ def answer_once(port: int, deadline: float) -> None:
 
 
 def kind(pid: int, serve: int) -> str:
-    """serve (the supervisor), daphne, or cluster (forked from serve, or qcluster before)."""
+    """serve (the supervisor), daphne, or cluster (`manage.py qcluster` and its processes)."""
     name = name_of(pid)
     return "serve" if pid == serve else ("cluster" if name in ("serve", "qcluster") else name)
 
@@ -215,6 +225,48 @@ def report(checkout: Path, rows) -> None:
     print(f"{'':8} {'total':10} {totals[0]:8.0f} {totals[1]:8.0f} {totals[2]:8.0f}")
 
 
+def measure_tensorhive(venv: Path, settle: float) -> list:
+    """TensorHive's API server after ``settle`` seconds, as bench/api_side_by_side.py runs it,
+    having answered its reservations once."""
+    sys.path.insert(0, str(ROOT / "bench" / "tensorhive"))
+    import json
+    from datetime import UTC, datetime
+
+    import dataset
+
+    home = Path(tempfile.mkdtemp(prefix="hive-bench-memory-th-"))
+    port = free_port()
+    first = dataset.origin(datetime.now(UTC).replace(tzinfo=None)).isoformat()
+    setup = [str(ROOT / "bench" / "tensorhive" / "setup.sh"), str(venv), str(home), str(port)]
+    server = subprocess.Popen(
+        [*setup, first],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        started = time.monotonic()
+        login = json.dumps({"username": dataset.usernames()[0], "password": dataset.PASSWORD})
+        token = None
+        while token is None and time.monotonic() - started < 600:
+            try:
+                web = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                headers = {"Content-Type": "application/json"}
+                web.request("POST", "/api/user/login", login, headers)
+                token = json.loads(web.getresponse().read())["access_token"]
+            except (OSError, KeyError, ValueError):
+                time.sleep(1)
+        if token is None:
+            raise RuntimeError(f"TensorHive did not answer on {port} within 600 s")
+        web.request("GET", "/api/reservations", headers={"Authorization": f"Bearer {token}"})
+        web.getresponse().read()
+        time.sleep(max(0.0, started + settle - time.monotonic()))
+        return [(pid, "tensorhive", memory(pid)) for pid in descendants(server.pid)]
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkouts", nargs="*", type=Path, default=[ROOT])
@@ -222,11 +274,15 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--ssh-hosts", type=int, default=0, help="simulated SSH hosts to add")
+    parser.add_argument("--tensorhive-venv", type=Path, help="also TensorHive's API server")
     args = parser.parse_args()
     for _ in range(args.rounds):
         for checkout in args.checkouts:
             rows = measure(checkout.resolve(), args.python, args.settle, args.ssh_hosts)
             report(checkout, rows)
+        if args.tensorhive_venv:
+            rows = measure_tensorhive(args.tensorhive_venv, args.settle)
+            report(Path("TensorHive 1.1.0 API server"), [r for r in rows if r[2]])
     return 0
 
 

@@ -190,9 +190,17 @@ class BoundedChannel(HTTPChannel):
 class BoundedRequest(WebRequest):
     """daphne's request, counting a body as it arrives: one without a declared length (the
     channel checks a declared one) is refused once it passes the bound, and never reaches
-    the application."""
+    the application.
+
+    Form bodies are left to Django: by default Twisted parses them too (into ``args``, which
+    daphne never reads) and answers a multipart body it cannot parse with a bare 400, no
+    headers, no error shape. Its request's ``parsePOSTFormSubmission`` argument turns that
+    off."""
 
     body_bytes = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, parsePOSTFormSubmission=False, **kwargs)
 
     def handleContentChunk(self, data: bytes) -> None:
         if self.channel.refused:

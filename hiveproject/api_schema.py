@@ -11,7 +11,7 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
-from hiveproject.pagination import PAGE_HEADERS
+from core.pagination import PAGE_HEADERS
 
 ERROR_SCHEMA = {
     "type": "object",

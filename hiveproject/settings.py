@@ -430,7 +430,7 @@ REQUEST_READ_TIMEOUT = env.number(
     "seconds for a head to arrive, and the longest pause in a body or between requests",
     positive=True,
 )
-# Lists answer pages (hiveproject.pagination); the paging is in the Link and X-Total-Count
+# Lists answer pages (core.pagination); the paging is in the Link and X-Total-Count
 # headers, the body stays an array.
 API_PAGE_SIZE = env.integer("API_PAGE_SIZE", 100, "objects per page of an API list", min=1)
 API_MAX_PAGE_SIZE = env.integer(
@@ -454,7 +454,7 @@ REST_FRAMEWORK = {
         "hiveproject.renderers.FastJSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
-    "DEFAULT_PAGINATION_CLASS": "hiveproject.pagination.LinkHeaderPagination",
+    "DEFAULT_PAGINATION_CLASS": "core.pagination.LinkHeaderPagination",
     # Only views that name a throttle scope are limited (token endpoints); see apitokens.
     "DEFAULT_THROTTLE_RATES": {
         "tokens": env.text(

@@ -12,8 +12,7 @@ from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from hiveproject.pagination import LinkHeaderPagination, paged, paged_rows
-from hiveproject.rows import iso_time, plain_values
+from core.pagination import LinkHeaderPagination, paged
 
 from .history import DISK_FIELDS, GPU_FIELDS, HOST_FIELDS, retention_limits
 from .models import Device, DiskMetric, GpuMetric, Host, HostMetric, Resolution
@@ -219,11 +218,10 @@ class HostViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
-    queryset = Device.objects.select_related("host")
+    # The host by prefetch, not a join: one Host per host, so its snapshot (every GPU's
+    # metrics) is read once, not once for each of its GPUs.
+    queryset = Device.objects.prefetch_related("host")
     serializer_class = DeviceSerializer
-
-    def list(self, request, *args, **kwargs):
-        return paged_rows(self, self.filter_queryset(self.get_queryset()), device_rows)
 
     @extend_schema(parameters=[RangeSerializer], responses=DeviceHistorySerializer)
     @action(detail=True)
@@ -272,43 +270,3 @@ def process_rows(host: Host) -> list[dict]:
             }
         )
     return rows
-
-
-def device_rows(queryset) -> list[dict]:
-    """The GPUs of queryset (possibly a page) as DeviceSerializer writes them, read with
-    plain values: each host's snapshot is read once, not once per GPU, and no model instance or
-    serializer field is made per row (hiveproject.rows)."""
-    fields = ["id", "host_id", "host__name", "index", "uuid", "name", "memory_total_mib"]
-    rows = plain_values(queryset, *fields, "status", "first_seen", "last_seen")
-    latest = _latest_by_host({row["host_id"] for row in rows})
-    zone = timezone.get_current_timezone()
-    return [
-        {
-            "id": row["id"],
-            "host": row["host__name"],
-            **{field: row[field] for field in fields[3:]},
-            "status": row["status"],
-            "first_seen": iso_time(row["first_seen"], zone),
-            "last_seen": iso_time(row["last_seen"], zone),
-            "latest": _device_latest(row, latest),
-        }
-        for row in rows
-    ]
-
-
-def _latest_by_host(host_ids) -> dict[int, dict]:
-    """{host id: {GPU uuid: its metrics}} from the last probe of each host that is up."""
-    hosts = Host.objects.filter(pk__in=host_ids, status=Host.Status.UP)
-    latest = {}
-    for host_id, snapshot in hosts.values_list("pk", "last_snapshot"):
-        gpus = (snapshot or {}).get("gpus") or []
-        latest[host_id] = {}
-        for gpu in gpus:  # the first of a repeated uuid, as get_latest finds it
-            latest[host_id].setdefault(gpu.get("uuid"), {f: gpu.get(f) for f in GPU_FIELDS})
-    return latest
-
-
-def _device_latest(row: dict, latest: dict) -> dict | None:
-    if row["status"] != Device.Status.PRESENT:
-        return None
-    return latest.get(row["host_id"], {}).get(row["uuid"])

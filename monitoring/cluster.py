@@ -1,27 +1,16 @@
-"""The django-q2 cluster, forked from its supervisor (monitoring.supervisor); `serve` forks
-its web process the same way (``ForkedChild``).
+"""A function run in a forked child of the supervisor (monitoring.supervisor): the
+notifications sender, a process of its own so that slow webhooks hold none of the workers.
 
-Started as a new interpreter (`manage.py qcluster`), the cluster loaded Django and every app
-again: two copies of the same 40-odd MiB, one in the supervisor and one shared by the
-cluster's seven processes. Forked, the cluster and every process it forks share the
-supervisor's pages, and a (re)start costs no Python start-up (bench/memory.py, 100 hosts:
-56 MiB less PSS for the whole service; bench/RESULTS.md, Memory, has the figures).
-
-The forked child is the cluster's sentinel itself. `manage.py qcluster` runs a top process
-that only starts the sentinel and waits for a stop signal to pass on: one more copy of the
-supervisor's heap in the process list (about 60 MiB RSS, 9 MiB of its own) for a wait. Here
-the sentinel takes the stop signals itself; its pusher, monitor and workers are what they are
-under qcluster.
+The web process and the worker cluster are new interpreters (`python -m
+core.webserver`, `manage.py qcluster`); memory is judged by PSS, and sharing pages is
+no reason to fork them.
 """
 
 import gc
-import multiprocessing
 import os
 import signal
 import sys
-import threading
 import traceback
-import uuid
 from contextlib import suppress
 
 from django.db import connections
@@ -63,26 +52,6 @@ class ForkedChild:
         return self.returncode
 
 
-class ForkedCluster(ForkedChild):
-    """A django-q2 cluster (as `manage.py qcluster` runs it) in a forked child, with ``env``
-    added to its environment."""
-
-    def __init__(self, env: dict[str, str]):
-        super().__init__(lambda: _run_cluster(env))
-
-
-def _run_cluster(env: dict[str, str]) -> None:
-    os.environ.update(env)
-    # The probing loop and the SSH actions use paramiko (with cryptography, about 20 MiB),
-    # which monitoring.transport loads when first used: loaded before the workers fork, they
-    # share one copy.
-    import paramiko  # noqa: F401
-
-    run_sentinel()
-    for child in multiprocessing.active_children():  # as qcluster's exit does
-        child.join()
-
-
 def _child(work) -> None:
     """In the forked child: ``work()``, then exit without the parent's clean-up (its atexit
     handlers are the parent's)."""
@@ -101,40 +70,6 @@ def _child(work) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
-
-
-def run_sentinel() -> None:
-    """django-q2's sentinel in this process, until SIGINT or SIGTERM stops it as qcluster's
-    top process would: the stop event set, the workers let finish their tasks."""
-    from django.conf import settings
-    from django_q.cluster import Sentinel, get_mp_context
-    from django_q.conf import setproctitle
-
-    settings.SECRET_KEY  # noqa: B018 -- as qcluster: no cluster without a signing key
-    context = get_mp_context()
-    stop_event, start_event = context.Event(), context.Event()
-    stop_signals = {signal.SIGINT, signal.SIGTERM}
-    # Held until this process's handlers are in: Sentinel() sets the ones its children need.
-    signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
-    sentinel = Sentinel(stop_event, start_event, uuid.uuid4(), start=False)
-    if setproctitle:
-        setproctitle.setproctitle(f"qcluster sentinel {os.getpid()}")
-
-    def stop(signum, frame):
-        # Set from a thread: the handler may run while this thread holds the event's lock
-        # (in its wait), which set() takes too.
-        threading.Thread(target=stop_event.set, daemon=True).start()
-
-    def as_under_qcluster():
-        if os.getppid() == sentinel.pid:  # a process the sentinel forked, not a grandchild
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # what Sentinel() set for them
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a timed-out worker is terminated
-
-    os.register_at_fork(after_in_child=as_under_qcluster)
-    for signum in stop_signals:
-        signal.signal(signum, stop)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
-    sentinel.start()  # spawns the pusher, monitor and workers; guards them until stopped
 
 
 def close_database_connections() -> None:

@@ -5,7 +5,7 @@ django-q2's workers take tasks from one multiprocessing queue under one lock. A 
 others wait on it for ever, the sentinel "reincarnates" the dead one, which waits too, and the
 cluster looks alive while doing nothing (django-q2 issue #23). Its own stop then waits for
 those workers as well. Nothing inside the cluster can free the lock, so the cluster runs in a
-process group of its own under this supervisor, forked from it (monitoring.cluster), which
+process group of its own under this supervisor (`manage.py qcluster`), which
 
 - probes once at start (`manage.py probe --all`, a process of its own) and queues the
   probing loop at once, rather than after the scheduler's first pass (about 30 s);
@@ -43,7 +43,7 @@ from audit.log import record
 from core import lease
 from core.models import Activity
 
-from .cluster import ForkedChild, ForkedCluster
+from .cluster import ForkedChild
 from .loop import LOOP_ACTIVITY
 from .models import WorkerCluster
 
@@ -183,7 +183,7 @@ class Supervisor:
         self.workers = int(settings.Q_CLUSTER["workers"])
         # Quiet this long (no task finished): queue a heartbeat task, so that work is due.
         self.beat_after = max(2 * float(settings.MONITORING_INTERVAL), 2.0, self.stall / 5)
-        self.cluster: ForkedCluster | None = None
+        self.cluster: subprocess.Popen | None = None
         # Notifications are sent apart from the cluster (notifications.sender).
         self.sender: ForkedChild | None = None
         self.state_dir: Path | None = None
@@ -305,10 +305,13 @@ class Supervisor:
     # -- the cluster
 
     def _start_cluster(self) -> None:
-        # Named after this process, so that its tests find it (the child's environment,
-        # changed after the fork, is not in /proc).
+        # Named after this process, so that its tests find it.
         self.state_dir = Path(tempfile.mkdtemp(prefix=f"hive-workers-{os.getpid()}-"))
-        self.cluster = ForkedCluster({STATE_ENV: str(self.state_dir)})
+        self.cluster = subprocess.Popen(
+            [sys.executable, str(MANAGE), "qcluster"],
+            env={**os.environ, STATE_ENV: str(self.state_dir)},
+            process_group=0,  # a group of its own: stopped, or killed, as a whole
+        )
         self.cluster_started = time.time()
         self.due_since = None
         self.last_beat = 0.0

@@ -12,7 +12,7 @@ from accesscontrol.permissions import RestrictedViewSetMixin
 from allocation import placing, rule
 from allocation.placement import Request
 from core.ids import IdField
-from hiveproject.pagination import LinkHeaderPagination, paged
+from core.pagination import LinkHeaderPagination, paged
 from jobs.api import literal_values
 from monitoring.models import Device, Host
 

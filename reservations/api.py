@@ -2,9 +2,7 @@
 
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import connections
 from django.db.models import prefetch_related_objects
-from django.utils import timezone
 from drf_spectacular.utils import (
     OpenApiParameter,
     extend_schema,
@@ -15,13 +13,13 @@ from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.response import Response
 
 from core.ids import IdField
-from hiveproject.pagination import paged_rows
-from hiveproject.rows import fetch_tuples, ids_in_sql, iso_time, values_statement
-from monitoring.models import Device, Host
+from core.pagination import paged_rows
+from core.rows import ValuesRows
+from monitoring.models import Device
 
 from . import services
 from .filters import filter_reservations
-from .models import Reservation, ReservedDevice
+from .models import Reservation
 from .usage import usage_of
 
 
@@ -173,54 +171,5 @@ class ReservationViewSet(viewsets.ModelViewSet):
         return Response(ReservationDetailSerializer(reservation, context=context).data)
 
 
-def reservation_rows(queryset) -> list[dict]:
-    """The reservations of queryset (filtered, possibly sliced into a page) as
-    ReservationSerializer writes them, read as plain values: two queries, and no model
-    instance, related manager or serializer field per row, which cost ten times the SQL."""
-    fields = ["id", "title", "description", "start", "end", "owner__username", "status", "note"]
-    page = values_statement(queryset.prefetch_related(None), *fields)
-    if page is None:
-        return []
-    rows = fetch_tuples(queryset.db, page)
-    devices = _device_ids(queryset.db, [row[0] for row in rows])
-    zone = timezone.get_current_timezone()
-    return [
-        {
-            "id": pk,
-            "title": title,
-            "description": description,
-            "devices": devices.get(pk, []),
-            "start": iso_time(start, zone),
-            "end": iso_time(end, zone),
-            "owner": owner,
-            "status": state,
-            "note": note,
-        }
-        for pk, title, description, start, end, owner, state, note in rows
-    ]
-
-
-def _device_ids(using: str, reservations: list[int]) -> dict[int, list[int]]:
-    """Each reservation's GPU ids, in the GPUs' own order (host name, index). The page's ids
-    travel as one parameter (``ids_in_sql``). Through the ORM, building and compiling this
-    query took twice as long as running it; running the page's statement again as its
-    subquery, as this did before, took twice as long as the ids (SQLite, the week of 8 GPUs:
-    0.74 against 0.33 ms; a page of 1,000: 1.8 against 1.1 ms)."""
-    if not reservations:
-        return {}
-    quote = connections[using].ops.quote_name
-    slot, gpu, host = (quote(model._meta.db_table) for model in (ReservedDevice, Device, Host))
-    ids, params = ids_in_sql(using, reservations)
-    # Identifiers quoted by the backend; the ids are parameters.
-    sql = (
-        f"SELECT s.reservation_id, s.device_id FROM {slot} s"  # noqa: S608
-        f" INNER JOIN {gpu} g ON g.id = s.device_id INNER JOIN {host} h ON h.id = g.host_id"
-        f" WHERE s.reservation_id IN ({ids})"
-        f" ORDER BY h.name, g.{quote('index')}, s.device_id"
-    )
-    devices = {}
-    with connections[using].cursor() as cursor:
-        cursor.execute(sql, params)
-        for reservation_id, device_id in cursor.fetchall():
-            devices.setdefault(reservation_id, []).append(device_id)
-    return devices
+# The list's rows, written from values() by ReservationSerializer's fields (core.rows).
+reservation_rows = ValuesRows(ReservationSerializer)

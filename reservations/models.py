@@ -63,7 +63,7 @@ class Reservation(models.Model):
 
     class Meta:
         # Ties broken in the index's own order (its rows end with the id), so a page cut by
-        # offset is read along the index (hiveproject.pagination).
+        # offset is read along the index (core.pagination).
         ordering = ["start", "end", "id"]
         indexes = [models.Index(fields=["start", "end"])]
         constraints = [

@@ -143,15 +143,3 @@ def test_a_body_without_a_length_is_cut_at_the_limit(daphne, live_lab, owner):
     assert response.status_code == 413, response.text
     bystander = httpx.get(f"{daphne}/api/devices/", headers={"Authorization": f"Bearer {secret}"})
     assert bystander.status_code == 200
-
-
-def test_a_multipart_body_daphne_cannot_parse_gets_the_error_shape(daphne, live_lab, owner):
-    """Twisted used to answer it with a bare 400 (no headers, no body) before Django saw it."""
-    secret = issue_token(owner, "multipart")[1]
-    headers = {
-        "Authorization": f"Bearer {secret}",
-        "Content-Type": "multipart/form-data; boundary=xyz",
-    }
-    response = httpx.post(f"{daphne}/api/tasks/bulk/", content=b"--xyz--\r\n", headers=headers)
-    assert response.status_code == 400
-    assert response.json()["action"] == ["This field is required."]

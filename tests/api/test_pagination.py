@@ -174,7 +174,7 @@ def test_pages_of_jobs_made_at_one_moment_hold_each_once_newest_first(
 ):
     """A descending order (newest first) breaks its ties the same way. The owner's list is
     restricted (DISTINCT) and cut by plain offset; an admin's later pages are read by ids
-    (hiveproject.pagination.looked_up_by_ids) and keep the list's related objects: as many
+    (core.pagination.FirstPageUncounted) and keep the list's related objects: as many
     queries as the first page."""
     settings.API_PAGE_SIZE = 4
     host = Host.objects.create(name="node-1", address="10.0.0.1")

@@ -133,10 +133,12 @@ def cluster_workers(supervisor: int) -> list[int]:
 
 
 def is_daphne(pid: int) -> bool:
+    """daphne, or the bounded daphne `serve` runs (`python -m core.webserver`)."""
     try:
-        return b"daphne" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
+    return b"daphne" in command or b"core.webserver" in command
 
 
 def is_sender(pid: int) -> bool:

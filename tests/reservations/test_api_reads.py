@@ -1,5 +1,6 @@
-"""The reservations list is read with values() and written by orjson: the same answer as the
-serializer and DRF's renderer give, in a number of queries that does not grow with it."""
+"""The reservations list is read with values(), written by its serializer's fields
+(core.rows.ValuesRows) and rendered by orjson: the same answer as the serializer and
+DRF's renderer give, in a number of queries that does not grow with it."""
 
 import json
 from datetime import timedelta
@@ -11,7 +12,6 @@ from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
 from hiveproject.renderers import FastJSONRenderer
-from hiveproject.rows import plain_values
 from monitoring.models import Device, Host
 from reservations.api import ReservationSerializer, reservation_rows
 from reservations.filters import filter_reservations
@@ -99,7 +99,7 @@ def test_a_later_page_read_by_ids_is_the_serializers_answer_in_as_many_queries(
     client, owner, other_user, lab, everyone_may_book, settings, params
 ):
     """Pages past the first are read by the ids an offset subquery picks
-    (hiveproject.pagination.looked_up_by_ids): the same bookings, GPUs and order as the
+    (core.pagination.FirstPageUncounted): the same bookings, GPUs and order as the
     serializer gives for that slice of the list, and no query more than the first page."""
     settings.API_PAGE_SIZE = 4
     make_bookings(owner, other_user, lab, 11)
@@ -133,50 +133,9 @@ def test_the_browsable_api_still_gets_indented_json():
 
 
 @pytest.mark.django_db
-def test_plain_values_of_a_query_that_cannot_match_are_none():
-    """A filter on no ids makes no query at all (Django's EmptyResultSet)."""
-    assert plain_values(Reservation.objects.filter(pk__in=[]), "id", "start") == []
-
-
-def test_gpu_ids_by_one_parameter_or_one_per_id_are_the_same(
-    owner, other_user, lab, everyone_may_book, monkeypatch
-):
-    """The page's ids travel as one parameter on SQLite and PostgreSQL (``ids_in_sql``); other
-    databases get a placeholder per id. Both name the same bookings and GPUs, in order."""
-    make_bookings(owner, other_user, lab, 9)
-    queryset = Reservation.objects.select_related("owner").prefetch_related("devices")
-    native = reservation_rows(queryset)
-    with CaptureQueriesContext(connection) as one_parameter:
-        reservation_rows(queryset)
-    monkeypatch.setattr(connection, "vendor", "another")
-    with CaptureQueriesContext(connection) as per_id:
-        assert reservation_rows(queryset) == native
-    unpacked = ("json_each(", "unnest(")
-    assert any(name in one_parameter[1]["sql"] for name in unpacked)
-    assert not any(name in per_id[1]["sql"] for name in unpacked)
-    assert native == serializer_answer(queryset)
-    assert sum(len(row["devices"]) for row in native) > len(native)  # some hold several GPUs
-
-
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's time loader")
-def test_on_postgresql_the_rows_times_skip_djangos_python_loader(
-    owner, other_user, lab, everyone_may_book, monkeypatch
-):
-    """Django parses PostgreSQL's times in Python (a subclass of psycopg's pure-Python loader);
-    the lean rows have psycopg's compiled loader read them, and still say the same."""
-    from django.db.backends.postgresql.psycopg_any import BaseTzLoader
-
-    make_bookings(owner, other_user, lab, 5)
-    parsed_by_django = []
-    python_load = BaseTzLoader.load
-
-    def counted(self, data):
-        parsed_by_django.append(data)
-        return python_load(self, data)
-
-    monkeypatch.setattr(BaseTzLoader, "load", counted)  # the connection's loader inherits it
-    queryset = Reservation.objects.select_related("owner").prefetch_related("devices")
-    rows = reservation_rows(queryset)
-    assert not parsed_by_django and len(rows) == 5
-    assert rows == serializer_answer(queryset)
-    assert parsed_by_django  # the ORM's read, through Django's loader
+def test_a_query_that_cannot_match_makes_no_rows_and_no_query():
+    """A filter on no ids makes no query at all (Django's EmptyResultSet), for the GPUs'
+    subquery too."""
+    with CaptureQueriesContext(connection) as captured:
+        assert reservation_rows(Reservation.objects.filter(pk__in=[])) == []
+    assert len(captured) == 0

@@ -155,6 +155,20 @@ def test_a_body_under_the_cap_still_reaches_the_view(server, token, coding):
     assert "devices" in response.json(), response.text
 
 
+def test_a_multipart_body_twisted_cannot_parse_gets_the_error_shape(server, token):
+    """Twisted parsed form bodies itself and answered one it could not parse with a bare 400
+    (no headers, no body) before Django saw it; the bounded server's requests leave form
+    bodies to Django."""
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Content-Type": "multipart/form-data; boundary=xyz",
+    }
+    url = f"http://127.0.0.1:{server.port}/api/tasks/bulk/"
+    response = httpx.post(url, content=b"--xyz--\r\n", headers=headers, timeout=30)
+    assert response.status_code == 400
+    assert response.json()["action"] == ["This field is required."]
+
+
 # --- heads -------------------------------------------------------------------------------
 
 

@@ -1,6 +1,7 @@
 import importlib
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -10,7 +11,6 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.utils.module_loading import module_has_submodule
 
-from monitoring.cluster import ForkedChild
 from monitoring.loop import ensure_schedules
 from monitoring.supervisor import (
     Supervisor,
@@ -46,17 +46,11 @@ def access_log_options(access_log: str) -> list[str]:
     return ["--access-log", str(Path(settings.HIVE_DATA_DIR) / access_log)]
 
 
-def run_daphne(bind: str, port: int, access_log: str = "") -> None:
-    """daphne, as `python -m core.webserver -b BIND -p PORT hiveproject.asgi:application`
-    runs it: with the bounds on request heads and bodies that nginx has (core.webserver),
-    since --bind may expose it directly."""
-    import setproctitle
-
-    from core.webserver import BoundedCommandLineInterface
-
-    argv = ["-b", bind, "-p", str(port), *access_log_options(access_log), ASGI_APP]
-    setproctitle.setproctitle(" ".join(["daphne", *argv]))  # as `ps` showed it before the fork
-    BoundedCommandLineInterface().run(argv)
+def web_command(bind: str, port: int, access_log: str = "") -> list[str]:
+    """The web process: daphne with the bounds on request heads and bodies that nginx has
+    (core.webserver), since --bind may expose it directly; as the systemd unit runs it."""
+    options = ["-b", bind, "-p", str(port), *access_log_options(access_log)]
+    return [sys.executable, "-m", "core.webserver", *options, ASGI_APP]
 
 
 class Command(BaseCommand):
@@ -84,10 +78,11 @@ class Command(BaseCommand):
         stopping = catch_stop_signals()  # before any child exists: none is left behind
         ensure_schedules()  # the probing loop's watchdog and history retention
         ensure_app_schedules()  # reminders and usage of reservations
-        # Forked, it shares serve's copy of Django (bench/memory.py: 17 MiB less PSS); in a
-        # process group of its own, so Ctrl-C reaches serve alone, which stops all in order.
         access_log = settings.ACCESS_LOG if access_log is None else access_log
-        web = ForkedChild(lambda: run_daphne(bind, port, access_log))
+        web = subprocess.Popen(
+            web_command(bind, port, access_log),
+            process_group=0,  # Ctrl-C reaches serve alone, which stops all in order
+        )
         self.stdout.write(f"Serving on http://{bind}:{port}/ (Ctrl-C to stop)")
         if settings.EMAIL_BACKEND == FILE_MAIL:  # nobody receives it: the admin should know
             self.stdout.write(f"Mail is not sent: each one is a file in {settings.EMAIL_FILE_PATH}"

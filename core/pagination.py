@@ -8,82 +8,78 @@ on lists that fit one page; the paging travels in headers, as GitHub's API does:
 size, up to ``API_MAX_PAGE_SIZE``.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 from django.conf import settings
-from django.core.paginator import InvalidPage, Paginator
+from django.core.paginator import InvalidPage, Page, Paginator
 from django.db.models import QuerySet
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 from core.ids import is_whole_number
 
 
-def totally_ordered(queryset: QuerySet) -> QuerySet:
-    """The queryset in its order with ties broken by primary key, in the first term's
-    direction. Pages are cut by offset, each in a query of its own: where rows tie (bookings
-    that start at the same hour, records made in one bulk write), the database may order
-    them differently from one page's query to the next (PostgreSQL's sort is not stable),
-    and a row then comes on two pages and another on none."""
-    query = queryset.query
-    ordering = list(query.order_by or (query.get_meta().ordering if query.default_ordering else []))
+def totally_ordered(queryset: QuerySet, view: Any = None) -> QuerySet:
+    """The list in its order (the view's ``ordering``, else its model's ``Meta.ordering``)
+    with ties broken by primary key, in the first term's direction. Pages are cut by offset,
+    each in a query of its own: where rows tie (bookings that start at the same hour,
+    records made in one bulk write), the database may order them differently from one
+    page's query to the next (PostgreSQL's sort is not stable), and a row then comes on two
+    pages and another on none. The order is named here rather than read back from the
+    queryset, which Django has no public way to do: a paged list's view orders by setting
+    ``ordering`` (as DRF's OrderingFilter reads it), not by ``order_by()``."""
+    meta = queryset.model._meta
+    ordering = list(getattr(view, "ordering", None) or meta.ordering)
     if not ordering:
         return queryset  # unordered: Django's paginator already warns
     names = {term.lstrip("-") for term in ordering if isinstance(term, str)}
-    unique = {"pk", *(f.name for f in query.get_meta().concrete_fields if f.unique)}
-    if names & unique:
-        return queryset
-    first = ordering[0]
-    if isinstance(first, str):
-        descending = first.startswith("-")
-    else:  # an expression: OrderBy knows its direction, a bare F() is ascending
-        descending = getattr(first, "descending", False)
-    return queryset.order_by(*ordering, "-pk" if descending else "pk")
-
-
-def looked_up_by_ids(page: QuerySet) -> QuerySet:
-    """A page past the first as the rows whose ids an offset subquery picks, in the page's
-    order. To skip rows by offset a database builds each row it skips, its joins included;
-    asked for the ids alone, it can skip along an index (SQLite, the 40th page of 100 of
-    5,000 bookings: 0.22 ms instead of 0.86, and the query for their GPUs 0.15 instead of
-    0.81). Pages with annotations, DISTINCT or a combined query are left as they are: their
-    ids alone are not a plain subquery."""
-    query = page.query
-    plain = not (query.distinct or query.combinator or query.annotations or query.extra)
-    if not query.low_mark or not plain or page._fields is not None:  # _fields: values()
-        return page
-    rows = page.model._base_manager.filter(pk__in=page.values("pk"))
-    rows.query.select_related = query.select_related
-    rows.query.deferred_loading = query.deferred_loading
-    rows._prefetch_related_lookups = page._prefetch_related_lookups
-    return rows.order_by(*query.order_by) if query.order_by else rows
+    unique = {"pk", *(f.name for f in meta.concrete_fields if f.unique)}
+    if not names & unique:
+        first = ordering[0]
+        if isinstance(first, str):
+            descending = first.startswith("-")
+        else:  # an expression: OrderBy knows its direction, a bare F() is ascending
+            descending = getattr(first, "descending", False)
+        ordering.append("-pk" if descending else "pk")
+    return queryset.order_by(*ordering)
 
 
 class FirstPageUncounted(Paginator):
     """Cuts the first page without counting the list first: most answers (a filtered list, a
     week of bookings) fit one page, and then the page's rows, once read, are the count
     (``LinkHeaderPagination.get_paginated_response``), which saves a query per request.
-    A list read from the database is put in a total order first (``totally_ordered``)."""
 
-    def __init__(self, object_list, *args, **kwargs):
-        if isinstance(object_list, QuerySet):
-            object_list = totally_ordered(object_list)
-        super().__init__(object_list, *args, **kwargs)
+    A later page of a queryset is the list's rows whose ids its slice picks (a subquery):
+    to skip rows by offset a database builds each row it skips, its joins included; asked
+    for the ids alone, it can skip along an index (SQLite, the 40th page of 100 of 5,000
+    bookings: 0.22 ms instead of 0.86). The list keeps its order, select_related and
+    prefetch_related, so the page holds the same objects as the slice would."""
 
-    def page(self, number):
+    def page(self, number: Any) -> Page:
         if str(number) == "1":
-            return self._get_page(self.object_list[: self.per_page], 1, self)
-        return super().page(number)
+            return Page(self.object_list[: self.per_page], 1, self)
+        number = self.validate_number(number)
+        bottom = (number - 1) * self.per_page
+        top = bottom + self.per_page
+        if top + self.orphans >= self.count:  # as Paginator.page cuts it
+            top = self.count
+        return Page(rows_of_slice(self.object_list, bottom, top), number, self)
 
-    def _get_page(self, object_list, number, paginator):
-        if isinstance(object_list, QuerySet):
-            object_list = looked_up_by_ids(object_list)
-        return super()._get_page(object_list, number, paginator)
+
+def rows_of_slice(rows: Any, bottom: int, top: int) -> Any:
+    """``rows[bottom:top]``; for a queryset, as the rows whose ids that slice picks."""
+    if not isinstance(rows, QuerySet):
+        return rows[bottom:top]
+    return rows.filter(pk__in=rows[bottom:top].values("pk"))
 
 
-def whole_number(request, name: str, what: str) -> str:
+def whole_number(request: Request, name: str, what: str) -> str:
     """The query parameter ``name`` if given, refused with 400 unless a whole number from 1."""
-    value = request.query_params.get(name)
+    value: str | None = request.query_params.get(name)
     if value is None or value == "":
         return ""
     if not (is_whole_number(value) and int(value) >= 1):
@@ -100,7 +96,7 @@ class LinkHeaderPagination(PageNumberPagination):
         "Objects per page (default API_PAGE_SIZE, at most API_MAX_PAGE_SIZE)."
     )
 
-    def get_page_size(self, request):
+    def get_page_size(self, request: Request) -> int | None:
         # Read per request, so the settings (and tests overriding them) apply.
         self.page_size = settings.API_PAGE_SIZE
         self.max_page_size = settings.API_MAX_PAGE_SIZE
@@ -109,20 +105,28 @@ class LinkHeaderPagination(PageNumberPagination):
         whole_number(request, self.page_size_query_param, "A page size")
         return super().get_page_size(request)
 
-    def get_page_number(self, request, paginator):
+    def get_page_number(self, request: Request, paginator: Paginator) -> str:
         return whole_number(request, self.page_query_param, "A page") or "1"
 
-    def get_schema_operation_parameters(self, view):
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         parameters = super().get_schema_operation_parameters(view)
         for parameter in parameters:  # as get_page_number and get_page_size check them
             parameter["schema"]["minimum"] = 1
         return parameters
 
-    def page_slice(self, queryset, request):
-        """Like paginate_queryset, but the page stays a (sliced, unread) queryset, for lists
-        that read their rows with values() rather than through a serializer."""
+    def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> list[Any]:
+        # DRF's also counts every list, for the browsable API's page links; these are in the
+        # Link header.
+        return list(self.page_slice(queryset, request, view))
+
+    def page_slice(self, queryset: Any, request: Request, view: Any = None) -> Any:
+        """The page's objects; of a queryset, an unread queryset, for lists whose rows are
+        written from values() (core.rows)."""
         self.request = request
-        paginator = self.django_paginator_class(queryset, self.get_page_size(request))
+        if isinstance(queryset, QuerySet):
+            queryset = totally_ordered(queryset, view)
+        size = self.get_page_size(request) or settings.API_PAGE_SIZE  # None is DRF for "no pages"
+        paginator = self.django_paginator_class(queryset, size)
         number = self.get_page_number(request, paginator)
         try:
             self.page = paginator.page(number)
@@ -132,7 +136,8 @@ class LinkHeaderPagination(PageNumberPagination):
             ) from None
         return self.page.object_list
 
-    def get_paginated_response(self, data):
+    def get_paginated_response(self, data: Any) -> Response:
+        assert self.page is not None  # set by page_slice
         paginator = self.page.paginator
         if self.page.number == 1 and len(data) < paginator.per_page:
             paginator.count = len(data)  # the whole list is on this page: no count query
@@ -143,20 +148,21 @@ class LinkHeaderPagination(PageNumberPagination):
         return response
 
     def links(self) -> list[tuple[str, str]]:
+        assert self.request is not None and self.page is not None  # set by page_slice
         url = self.request.build_absolute_uri()
         last = self.page.paginator.num_pages
         links = []
         if self.page.has_next():
             following = self.page.number + 1
             links.append(("next", replace_query_param(url, self.page_query_param, following)))
-        if self.page.has_previous():
-            links.append(("prev", self.get_previous_link()))
+        if self.page.has_previous() and (previous := self.get_previous_link()):
+            links.append(("prev", previous))
         if last > 1:
             links.append(("first", remove_query_param(url, self.page_query_param)))
             links.append(("last", replace_query_param(url, self.page_query_param, last)))
         return links
 
-    def get_paginated_response_schema(self, schema):
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
         return schema  # the body is the plain array; the paging is in headers
 
 
@@ -173,13 +179,14 @@ PAGE_HEADERS = {
 }
 
 
-def paged_rows(view, queryset, rows) -> Response:
+def paged_rows(view: Any, queryset: QuerySet, rows: Callable[[Any], list[Any]]) -> Response:
     """One page of ``queryset`` as the answer, its objects written by ``rows(page)``."""
-    paginator = view.paginator
-    return paginator.get_paginated_response(rows(paginator.page_slice(queryset, view.request)))
+    paginator: LinkHeaderPagination = view.paginator
+    page = paginator.page_slice(queryset, view.request, view)
+    return paginator.get_paginated_response(rows(page))
 
 
-def paged(request, view, rows: list) -> Response:
+def paged(request: Request, view: Any, rows: list[Any]) -> Response:
     """One page of ``rows`` as the answer, with the paging headers."""
     paginator = LinkHeaderPagination()
     page = paginator.paginate_queryset(rows, request, view=view)
