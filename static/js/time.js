@@ -69,6 +69,13 @@ window.hiveTime = (function () {
     return p.year === today().slice(0, 4) ? text : `${text} ${p.year}`;
   }
 
+  // A calendar date ("2027-03-28") in words; it names no instant, so no zone moves it.
+  const dayShort = new Intl.DateTimeFormat("en-GB", { timeZone: "UTC", weekday: "short", day: "numeric", month: "short" });
+  const dayLong = new Intl.DateTimeFormat("en-GB", { timeZone: "UTC", weekday: "long", day: "numeric", month: "long", year: "numeric" });
+  function dateWords(day, long = false) {
+    return (long ? dayLong : dayShort).format(new Date(day + "T00:00:00Z"));
+  }
+
   function duration(minutes) {
     const d = Math.floor(minutes / 1440), h = Math.floor((minutes % 1440) / 60), m = minutes % 60;
     if (d) return h ? `${d} d ${h} h` : `${d} d`;
@@ -85,7 +92,7 @@ window.hiveTime = (function () {
   }
 
   return {
-    zone, wall, instant, today, addDays, wallDate, absolute, relative,
+    zone, wall, instant, today, addDays, wallDate, absolute, relative, dateWords,
     withRelative: (iso) => `${absolute(iso)} (${relative(iso)})`,
   };
 })();

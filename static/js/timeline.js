@@ -113,9 +113,6 @@
 
   // --- drawing ------------------------------------------------------------------------------
   const el = (tag, className, text) => Object.assign(document.createElement(tag), { className, textContent: text || "" });
-  const dayLabel = new Intl.DateTimeFormat("en-GB", { timeZone: "UTC", weekday: "short", day: "numeric", month: "short" });
-  const titleLabel = new Intl.DateTimeFormat("en-GB", { timeZone: "UTC", weekday: "long", day: "numeric", month: "long", year: "numeric" });
-  const dateText = (format, day) => format.format(new Date(day + "T00:00:00Z")); // a calendar date, no zone
 
   function drawHead() {
     const width = LABEL + total() * px();
@@ -127,7 +124,7 @@
     for (let i = 0; i < days(); i++) {
       const day = hiveTime.addDays(state.first, i);
       const cell = el("div", "tl-day" + (day === hiveTime.today() ? " tl-today-head" : ""));
-      cell.append(el("span", "tl-day-name", dateText(dayLabel, day))); // stays in sight as it scrolls
+      cell.append(el("span", "tl-day-name", hiveTime.dateWords(day))); // stays in sight as it scrolls
       cell.style.left = LABEL + i * 1440 * px() + "px";
       cell.style.width = 1440 * px() + "px";
       cells.push(cell);
@@ -140,8 +137,8 @@
     }
     head.replaceChildren(...cells);
     const last = hiveTime.addDays(state.first, days() - 1);
-    document.getElementById("tl-title").textContent = days() === 1 ? dateText(titleLabel, state.first)
-      : `${dateText(dayLabel, state.first)} – ${dateText(titleLabel, last)}`;
+    document.getElementById("tl-title").textContent = days() === 1 ? hiveTime.dateWords(state.first, true)
+      : `${hiveTime.dateWords(state.first)} – ${hiveTime.dateWords(last, true)}`;
     document.querySelectorAll("[data-span]").forEach((b) => b.setAttribute("aria-pressed", String(b.dataset.span === state.span)));
   }
 

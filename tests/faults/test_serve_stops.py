@@ -77,6 +77,8 @@ def test_the_console_is_quiet_at_the_default_verbosity(serve, tmp_path, owner):
     minute. No line per page either (no access log by default), and mail goes to a file in
     the data directory, not the console."""
     until(lambda: len(serve.workers()) == 3, 90, "the workers are up", serve)
+    # The web server is a process of its own and may listen after the workers are up.
+    until(lambda: answers(f"{serve.url}/accounts/login/"), 90, "the web app answers", serve)
     with httpx.Client(base_url=serve.url, timeout=10) as browser:
         for _ in range(5):
             assert browser.get("/accounts/login/").status_code == 200
