@@ -16,6 +16,7 @@ from playwright.sync_api import sync_playwright
 PAGES = {
     "board": "/",
     "calendar": "/reservations/calendar/",
+    "timeline": "/reservations/timeline/",
     "host": "/hosts/demo-001/",
     "jobs-new": "/jobs/new/",
     "jobs-grid": "/jobs/new/?where=devices",
@@ -35,6 +36,8 @@ def fill_sweep(page) -> None:
     picker and preview)."""
     page.fill("#id_name", "lr sweep")
     page.fill("#id_template", "python train.py --lr {lr} --batch {batch}")
+    # Hosts are folded in the picker; open them so a free GPU can be ticked.
+    page.evaluate("document.querySelectorAll('#gpu-picker details').forEach(d => { d.open = true; })")
     page.locator(".gpu-pick.gt-free:has(.gt-usable[data-usable='1']) input").first.check()
     page.fill("#id_values", "lr: 0.1, 0.01, 0.001\nbatch: 32, 64")
     page.locator("#preview-count").filter(has_text="6 tasks").wait_for()
