@@ -37,7 +37,9 @@ def fill_sweep(page) -> None:
     page.fill("#id_name", "lr sweep")
     page.fill("#id_template", "python train.py --lr {lr} --batch {batch}")
     # Hosts are folded in the picker; open them so a free GPU can be ticked.
-    page.evaluate("document.querySelectorAll('#gpu-picker details').forEach(d => { d.open = true; })")
+    page.evaluate(
+        "document.querySelectorAll('#gpu-picker details').forEach(d => { d.open = true; })"
+    )
     page.locator(".gpu-pick.gt-free:has(.gt-usable[data-usable='1']) input").first.check()
     page.fill("#id_values", "lr: 0.1, 0.01, 0.001\nbatch: 32, 64")
     page.locator("#preview-count").filter(has_text="6 tasks").wait_for()
