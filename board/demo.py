@@ -8,7 +8,7 @@ import re
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -256,15 +256,35 @@ def remove() -> dict:
         users = get_user_model().objects.filter(
             username__in=PEOPLE, email__in=[f"{n}@lab.example.org" for n in PEOPLE]
         )
-    with transaction.atomic():
-        hosts = list(demo_hosts())
-        Task.objects.filter(Q(host__in=hosts) | Q(job__owner__in=users)).delete()
-        Job.objects.filter(owner__in=users).delete()
-        Reservation.objects.filter(Q(owner__in=users) | Q(slots__device__host__in=hosts)).delete()
-        Host.objects.filter(pk__in=[h.pk for h in hosts]).delete()
-        people = sorted(users.values_list("username", flat=True))
-        users.delete()
+    hosts, people = _remove_rows(users)
     for host in hosts:
         pool.close(host.pk)
     demolab.remove_lab()
     return {"hosts": [h.name for h in hosts], "users": people}
+
+
+# PostgreSQL's "deadlock detected": the running service wrote the same hosts meanwhile and
+# the database chose this transaction to give way. Nothing of it was written: do it again.
+DEADLOCK = "40P01"
+
+
+def _remove_rows(users, attempts: int = 3) -> tuple[list, list[str]]:
+    for _ in range(attempts - 1):
+        try:
+            return _remove_rows_once(users)
+        except OperationalError as exc:
+            if getattr(exc.__cause__, "sqlstate", None) != DEADLOCK:
+                raise
+    return _remove_rows_once(users)
+
+
+@transaction.atomic
+def _remove_rows_once(users) -> tuple[list, list[str]]:
+    hosts = list(demo_hosts())
+    Task.objects.filter(Q(host__in=hosts) | Q(job__owner__in=users)).delete()
+    Job.objects.filter(owner__in=users).delete()
+    Reservation.objects.filter(Q(owner__in=users) | Q(slots__device__host__in=hosts)).delete()
+    Host.objects.filter(pk__in=[h.pk for h in hosts]).delete()
+    people = sorted(users.values_list("username", flat=True))
+    users.delete()
+    return hosts, people
