@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
+from django.db.models import F
 from django.utils import timezone
 
 # \Z, not $: "$" also matches before a final newline, which would then reach SSH and shells.
@@ -91,29 +92,65 @@ class Host(models.Model):
 
 
 class Device(models.Model):
-    """A GPU. Kept when it disappears (marked lost): reservations and history point at it."""
+    """A GPU, or a MIG slice of one. Kept when it disappears (marked lost): reservations and
+    history point at it.
+
+    A GPU in MIG mode (``mig_enabled``) is split into slices, each a Device of its own with
+    the GPU as ``parent``, its MIG profile and its ``MIG-`` UUID (what CUDA_VISIBLE_DEVICES
+    names): a slice is booked, granted and run on like a GPU, and the GPU stands for the
+    whole board (booking it holds every slice). See docs/concepts.md, "MIG slices".
+    """
 
     class Status(models.TextChoices):
         PRESENT = "present", "Present"
         LOST = "lost", "Lost"
 
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="devices")
-    index = models.PositiveIntegerField(help_text="nvidia-smi index (PCI bus order).")
+    index = models.PositiveIntegerField(
+        help_text="nvidia-smi index (PCI bus order); a slice has its GPU's."
+    )
     uuid = models.CharField(max_length=128)
     name = models.CharField(max_length=255, blank=True, help_text="GPU model.")
     memory_total_mib = models.PositiveIntegerField(null=True, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PRESENT)
     first_seen = models.DateTimeField(default=timezone.now)
     last_seen = models.DateTimeField(default=timezone.now)
+    mig_enabled = models.BooleanField(
+        default=False, help_text="A GPU in MIG mode: its compute is reached through its slices."
+    )
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="slices",
+        help_text="The GPU a MIG slice is part of (empty for a GPU).",
+    )
+    mig_profile = models.CharField(max_length=32, blank=True, help_text="E.g. 1g.10gb.")
+    mig_index = models.PositiveIntegerField(
+        null=True, blank=True, help_text="MIG device number on its GPU (nvidia-smi -L)."
+    )
 
     class Meta:
-        ordering = ["host__name", "index"]
+        # A GPU, then its slices.
+        ordering = ["host__name", "index", F("mig_index").asc(nulls_first=True)]
         constraints = [
             models.UniqueConstraint(fields=["host", "uuid"], name="device_unique_uuid_per_host"),
         ]
 
     def __str__(self):
-        return f"{self.host.name}:{self.index}"
+        return f"{self.host.name}:{self.label}"
+
+    @property
+    def label(self) -> str:
+        """Its name on its host: "0" for GPU 0, "0.2 (1g.10gb)" for MIG slice 2 of GPU 0."""
+        if self.parent_id is None:
+            return str(self.index)
+        return f"{self.index}.{self.mig_index} ({self.mig_profile})"
+
+    @property
+    def is_slice(self) -> bool:
+        return self.parent_id is not None
 
 
 class Activity(models.Model):
