@@ -1,5 +1,7 @@
 """The inventory: the hosts we reach over SSH and the GPUs found on them."""
 
+from collections.abc import Iterable
+
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
@@ -10,6 +12,11 @@ from django.utils import timezone
 address_validator = RegexValidator(
     r"^[A-Za-z0-9](?:[A-Za-z0-9.:\-]*[A-Za-z0-9])?\Z",
     "Enter a host name or an IP address (letters, digits, '.', '-', ':').",
+)
+# As nvidia-smi -L names them: 1g.10gb, 3g.40gb, 1g.10gb+me, 1c.3g.71gb (a compute instance).
+mig_profile_validator = RegexValidator(
+    r"^(\d+c\.)?\d+g\.\d+gb(\+[a-z]+)*\Z",
+    "Enter a MIG profile as nvidia-smi -L names it, e.g. 1g.10gb or 3g.40gb.",
 )
 username_validator = RegexValidator(
     r"^[a-z_][a-z0-9_.\-]*\$?\Z", "Enter a UNIX user name (lower case, digits, '_', '-', '.')."
@@ -126,7 +133,9 @@ class Device(models.Model):
         related_name="slices",
         help_text="The GPU a MIG slice is part of (empty for a GPU).",
     )
-    mig_profile = models.CharField(max_length=32, blank=True, help_text="E.g. 1g.10gb.")
+    mig_profile = models.CharField(
+        max_length=32, blank=True, validators=[mig_profile_validator], help_text="E.g. 1g.10gb."
+    )
     mig_index = models.PositiveIntegerField(
         null=True, blank=True, help_text="MIG device number on its GPU (nvidia-smi -L)."
     )
@@ -151,6 +160,39 @@ class Device(models.Model):
     @property
     def is_slice(self) -> bool:
         return self.parent_id is not None
+
+
+def sharing(device_ids: Iterable[int]) -> dict[int, list[Device]]:
+    """Device id -> the devices that share its hardware, itself first: a GPU and each of its
+    MIG slices share (a booking, a task or a process on one blocks the other); two slices of
+    one GPU do not. With their hosts, in one query."""
+    ids = set(device_ids)
+    found = Device.objects.filter(
+        models.Q(pk__in=ids) | models.Q(parent_id__in=ids) | models.Q(slices__in=ids)
+    )
+    devices = {d.pk: d for d in found.select_related("host").distinct()}
+    shared: dict[int, list[Device]] = {pk: [devices[pk]] for pk in ids if pk in devices}
+    for device in devices.values():
+        if device.parent_id in shared:
+            shared[device.parent_id].append(device)
+        if device.pk in shared and device.parent_id in devices:
+            shared[device.pk].append(devices[device.parent_id])
+    return shared
+
+
+def cuda_devices(devices: Iterable[Device]) -> list[str]:
+    """What CUDA_VISIBLE_DEVICES names for work on ``devices``, in nvidia-smi's order: a GPU's
+    UUID, a MIG slice's MIG UUID, and for a GPU in MIG mode (booked whole) its present
+    slices' MIG UUIDs, since CUDA reaches a GPU in MIG mode only through them. Asks the
+    database only when such a GPU is among them."""
+    named: list[Device] = []
+    for device in devices:
+        if device.mig_enabled:
+            named += device.slices.filter(status=Device.Status.PRESENT)
+        else:
+            named.append(device)
+    named.sort(key=lambda d: (d.index, -1 if d.mig_index is None else d.mig_index))
+    return list(dict.fromkeys(d.uuid for d in named))
 
 
 class Activity(models.Model):

@@ -50,7 +50,7 @@ from accesscontrol.coverage import (
 )
 from jobs import accounts
 from jobs.models import Job, Task
-from monitoring.models import Device, Host
+from monitoring.models import Device, Host, sharing
 from reservations.models import ReservedDevice
 
 from .models import GpuClaim, QueuedJob
@@ -107,7 +107,7 @@ class Reason:
 
 
 def gpu_name(device: Device) -> str:
-    return f"GPU {device.index} on {device.host.name}"
+    return f"GPU {device.label} on {device.host.name}"
 
 
 def when(instant: datetime, now: datetime) -> str:
@@ -153,6 +153,9 @@ class Cluster:
     ``job``: the job being started, whose own tasks and queue run do not block it.
     ``processes``: host id -> processes seen just now ({"gpu_uuid", "pid", "user"}), used
     instead of those hosts' latest probes.
+
+    A GPU and its MIG slices share hardware (monitoring.models.sharing): what holds or runs
+    on one blocks the other too, bookings included; two slices of one GPU are apart.
     """
 
     def __init__(
@@ -169,6 +172,13 @@ class Cluster:
         if device_ids is not None:
             devices = devices.filter(pk__in=device_ids)
         self.gpus = {d.pk: Gpu(d) for d in devices.select_related("host").order_by("pk")}
+        self.family = _families(self.gpus)
+        # Any of these devices' id -> the ids of the GPUs asked about sharing its hardware.
+        self._devices = {d.pk: d for shared in self.family.values() for d in shared}
+        self._sharers: dict[int, list[int]] = {}
+        for pk, shared in self.family.items():
+            for device in shared:
+                self._sharers.setdefault(device.pk, []).append(pk)
         self._users: dict[int, dict[int, list[Reason]]] = {}
         self._run_as: dict[tuple[int, int], RunAs] = {}  # (user id, host id) -> its account
         self._mark_down_hosts()
@@ -182,9 +192,16 @@ class Cluster:
     # --- what blocks a GPU for everybody ---------------------------------------------------
 
     def _block(self, device_id: int, code: str, text: str) -> None:
-        gpu = self.gpus.get(device_id)
-        if gpu is not None:
-            gpu.blockers.append(Reason(code, device_id, text))
+        """``text`` blocks the device and every GPU asked about that shares its hardware."""
+        for pk in self._sharers.get(device_id, ()):
+            self.gpus[pk].blockers.append(Reason(code, pk, text))
+
+    def sharing_with(self, device_id: int) -> list[int]:
+        """The ids of these GPUs that share hardware with the device (itself included)."""
+        return self._sharers.get(device_id, [])
+
+    def _name(self, device_id: int) -> str:
+        return gpu_name(self._devices[device_id])
 
     def _mark_down_hosts(self) -> None:
         for gpu in self.gpus.values():
@@ -197,7 +214,7 @@ class Cluster:
 
     def _mark_claims(self) -> None:
         # Rows, not instances: every start reads this (the users' names are their __str__).
-        claims = GpuClaim.objects.filter(device_id__in=self.gpus).values_list(
+        claims = GpuClaim.objects.filter(device_id__in=self._sharers).values_list(
             "device_id",
             "run_id",
             "run__job_id",
@@ -209,26 +226,26 @@ class Cluster:
         for device_id, run_id, job_id, opportunistic, queued, state, owner in claims:
             if job_id is not None and job_id == self.job_id:
                 continue
-            gpu = self.gpus[device_id]
-            text = f"{gpu.name} is used by queued job '{queued}' of {owner}"
+            text = f"{self._name(device_id)} is used by queued job '{queued}' of {owner}"
             self._block(device_id, HELD_BY_QUEUE_RUN, text)
-            if opportunistic and state == QueuedJob.State.RUNNING:
-                gpu.opportunistic_run = run_id
+            # Preempting frees the claimed device itself, not a GPU sharing its hardware.
+            if opportunistic and state == QueuedJob.State.RUNNING and device_id in self.gpus:
+                self.gpus[device_id].opportunistic_run = run_id
 
     def _mark_tasks(self) -> None:
         through = Task.devices.through.objects.filter(
-            task__status__in=Task.ACTIVE, device_id__in=self.gpus
+            task__status__in=Task.ACTIVE, device_id__in=self._sharers
         )
         if self.job_id is not None:
             through = through.exclude(task__job_id=self.job_id)
         rows = through.values_list("device_id", "task__job__name", "task__job__owner__username")
         for device_id, job, owner in rows:
-            text = f"{self.gpus[device_id].name} is used by job '{job}' of {owner}"
+            text = f"{self._name(device_id)} is used by job '{job}' of {owner}"
             self._block(device_id, HELD_BY_TASK, text)
 
     def _last_task_ends(self) -> dict[int, datetime]:
         through = Task.devices.through.objects.filter(
-            task__ended_at__gte=self.now - timedelta(hours=1), device_id__in=self.gpus
+            task__ended_at__gte=self.now - timedelta(hours=1), device_id__in=self._sharers
         )
         ends = through.values("device_id").annotate(last=Max("task__ended_at"))
         return {row["device_id"]: row["last"] for row in ends}
@@ -236,18 +253,18 @@ class Cluster:
     def _mark_processes(self, seen_now: Processes) -> None:
         """Processes on GPUs that no task of ours holds are someone else's."""
         self._mark_stale_probes(seen_now)
-        by_uuid: dict[tuple[int, object], Gpu] = {
-            (g.host.pk, g.device.uuid): g for g in self.gpus.values()
+        by_uuid: dict[tuple[int, object], Device] = {
+            (d.host_id, d.uuid): d for d in self._devices.values()
         }
         for host in {g.host for g in self.gpus.values()}:
             processes = seen_now.get(host.pk, (host.last_snapshot or {}).get("processes"))
             for process in processes or []:
-                gpu = by_uuid.get((host.pk, process.get("gpu_uuid")))
-                if gpu is not None:
-                    text = f"{gpu.name} runs process {process.get('pid')}"
+                device = by_uuid.get((host.pk, process.get("gpu_uuid")))
+                if device is not None:
+                    text = f"{gpu_name(device)} runs process {process.get('pid')}"
                     text += f" ({process['name']})" if process.get("name") else ""
                     text += f" of {process['user']}" if process.get("user") else ""
-                    self._block(gpu.device.pk, FOREIGN_PROCESS, text)
+                    self._block(device.pk, FOREIGN_PROCESS, text)
 
     def _mark_stale_probes(self, seen_now: Processes) -> None:
         """A probe taken before the last task on a GPU ended may show that task's processes,
@@ -256,8 +273,9 @@ class Cluster:
         if all(gpu.host.pk in seen_now for gpu in self.gpus.values()):
             return  # every host was asked just now: no probe is read
         ends = self._last_task_ends()
-        for gpu in self.gpus.values():
-            end, probed = ends.get(gpu.device.pk), gpu.host.last_probe_at
+        for pk, gpu in self.gpus.items():
+            shared = [ends[d.pk] for d in self.family[pk] if d.pk in ends]
+            end, probed = max(shared, default=None), gpu.host.last_probe_at
             if gpu.host.pk in seen_now or end is None or probed is None or probed > end:
                 continue
             text = f"waiting for a fresh probe of {gpu.host.name}"
@@ -266,14 +284,15 @@ class Cluster:
     def _add_reservations(self) -> None:
         slots = (
             ReservedDevice.objects.holding(self.now, self.end)
-            .filter(device_id__in=self.gpus)
+            .filter(device_id__in=self._sharers)
             .order_by("start")
             .values_list(
                 "device_id", "reservation__owner_id", "reservation__owner__username", "start", "end"
             )
         )
         for device_id, *slot in slots:
-            self.gpus[device_id].slots.append(tuple(slot))
+            for pk in self._sharers[device_id]:
+                self.gpus[pk].slots.append(tuple(slot))
 
     # --- what blocks a GPU for one user -----------------------------------------------------
 
@@ -376,6 +395,14 @@ def lost_sentence(device_id: int) -> str:
     device = Device.objects.filter(pk=device_id).select_related("host").first()
     name = gpu_name(device) if device else f"GPU {device_id}"
     return f"{name} is lost or its host is disabled"
+
+
+def _families(gpus: dict[int, Gpu]) -> dict[int, list[Device]]:
+    """GPU id -> the devices sharing its hardware, itself first (one query, and none where
+    no GPU is a MIG slice or in MIG mode)."""
+    if not any(g.device.parent_id or g.device.mig_enabled for g in gpus.values()):
+        return {pk: [g.device] for pk, g in gpus.items()}
+    return sharing(gpus)
 
 
 def _first_of_each(reasons: list[Reason]) -> list[Reason]:

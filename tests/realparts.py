@@ -132,10 +132,13 @@ class FakeGpus:
     """Writes what the fake nvidia-smi prints for one host address."""
 
     def __init__(self, root: Path, address: str):
+        """A plain host: what an earlier test left there (a MIG layout, an old driver) goes."""
         self.dir = root / address
         self.dir.mkdir(parents=True, exist_ok=True)
         self.set_mode("normal")
         self.set_processes([])
+        for name in ("list.txt", "query.txt", "pre-mig"):
+            (self.dir / name).unlink(missing_ok=True)
 
     def set_mode(self, mode: str) -> None:
         (self.dir / "mode").write_text(mode)
