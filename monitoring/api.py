@@ -67,14 +67,20 @@ class DeviceSerializer(serializers.ModelSerializer):
             "status",
             "first_seen",
             "last_seen",
+            "mig_enabled",
+            "parent",
+            "mig_profile",
+            "mig_index",
             "latest",
         ]
+        read_only_fields = ["parent"]
 
     def get_latest(self, device) -> dict | None:
         host = device.host
         if host.status != Host.Status.UP or device.status != Device.Status.PRESENT:
             return None
-        for gpu in (host.last_snapshot or {}).get("gpus") or []:
+        snapshot = host.last_snapshot or {}
+        for gpu in [*(snapshot.get("gpus") or []), *(snapshot.get("slices") or [])]:
             if gpu.get("uuid") == device.uuid:
                 return {field: gpu.get(field) for field in GPU_FIELDS}
         return None
@@ -260,6 +266,7 @@ def device_rows(queryset) -> list[dict]:
     plain values: each host's snapshot is read once, not once per GPU, and no model instance or
     serializer field is made per row (hiveproject.rows)."""
     fields = ["id", "host_id", "host__name", "index", "uuid", "name", "memory_total_mib"]
+    fields += ["mig_enabled", "parent", "mig_profile", "mig_index"]
     rows = plain_values(queryset, *fields, "status", "first_seen", "last_seen")
     latest = _latest_by_host({row["host_id"] for row in rows})
     zone = timezone.get_current_timezone()
@@ -282,7 +289,7 @@ def _latest_by_host(host_ids) -> dict[int, dict]:
     hosts = Host.objects.filter(pk__in=host_ids, status=Host.Status.UP)
     latest = {}
     for host_id, snapshot in hosts.values_list("pk", "last_snapshot"):
-        gpus = (snapshot or {}).get("gpus") or []
+        gpus = [*((snapshot or {}).get("gpus") or []), *((snapshot or {}).get("slices") or [])]
         latest[host_id] = {}
         for gpu in gpus:  # the first of a repeated uuid, as get_latest finds it
             latest[host_id].setdefault(gpu.get("uuid"), {f: gpu.get(f) for f in GPU_FIELDS})

@@ -12,7 +12,7 @@ from accesscontrol.permissions import RestrictedViewSetMixin
 from hiveproject.ids import IdField
 from hiveproject.pagination import LinkHeaderPagination, paged
 from jobs.api import literal_values
-from monitoring.models import Device, Host
+from monitoring.models import Device, Host, mig_profile_validator
 
 from . import availability, placing, services
 from .models import QueuedJob, QueuedTask, QueueRun
@@ -37,6 +37,7 @@ class QueuedTaskSerializer(serializers.ModelSerializer):
             "host",
             "gpu_model",
             "min_memory_mib",
+            "mig_profile",
         ]
 
 
@@ -106,6 +107,7 @@ def task_request(row: dict) -> services.TaskRequest:
         host=row.get("host"),
         gpu_model=row.get("gpu_model", ""),
         min_memory_mib=row.get("min_memory_mib"),
+        mig_profile=row.get("mig_profile", ""),
         parameters=row.get("parameters", {}),
         env=row.get("env", {}),
     )
@@ -184,6 +186,10 @@ class GpuUsabilitySerializer(serializers.Serializer):
     index = serializers.IntegerField()
     model = serializers.CharField()
     memory_total_mib = serializers.IntegerField(allow_null=True)
+    mig_profile = serializers.CharField(help_text="A MIG slice's profile ('' for a GPU).")
+    mig_index = serializers.IntegerField(
+        allow_null=True, help_text="A MIG slice's number on its GPU (null for a GPU)."
+    )
     usable = serializers.BooleanField(help_text="You may start work on it now.")
     reasons = ReasonSerializer(many=True, help_text="Why not (empty when usable).")
 
@@ -195,6 +201,8 @@ def usability_row(device: Device, reasons) -> dict:
         "index": device.index,
         "model": device.name,
         "memory_total_mib": device.memory_total_mib,
+        "mig_profile": device.mig_profile,
+        "mig_index": device.mig_index,
         "usable": not reasons,
         "reasons": [r.as_dict() for r in reasons],
     }
@@ -221,6 +229,14 @@ class PlacementRequestSerializer(serializers.Serializer):
     min_memory_mib = serializers.IntegerField(
         required=False, allow_null=True, default=None, min_value=1
     )
+    mig_profile = serializers.CharField(
+        required=False,
+        default="",
+        allow_blank=True,
+        max_length=32,
+        validators=[mig_profile_validator],
+        help_text="MIG slices of this profile, e.g. 1g.10gb, instead of GPUs.",
+    )
 
     def request(self) -> Request:
         data = self.validated_data
@@ -233,6 +249,7 @@ class PlacementRequestSerializer(serializers.Serializer):
             host_id=host.pk if host else None,
             model=data["model"],
             min_memory_mib=data["min_memory_mib"],
+            mig_profile=data["mig_profile"],
         )
 
 

@@ -35,7 +35,15 @@ def usability(user, now=None) -> list[tuple[Device, list[Reason]]]:
 
 
 def _slot(device: Device) -> Slot:
-    return Slot(device.pk, device.host_id, device.index, device.name, device.memory_total_mib)
+    return Slot(
+        device.pk,
+        device.host_id,
+        device.index,
+        device.name,
+        device.memory_total_mib,
+        mig_profile=device.mig_profile,
+        partitioned=device.mig_enabled,
+    )
 
 
 def place(user, request: Request, now=None) -> Placement:

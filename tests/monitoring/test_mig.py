@@ -136,7 +136,9 @@ def test_without_the_list_nothing_is_known_of_the_slices():
     assert {p.gpu_uuid for p in result.processes} == {GPU}
 
 
-def test_a_probe_over_ssh_records_the_slices_and_their_history(ssh_host, gpus, real_processes):
+def test_a_probe_over_ssh_records_the_slices_and_their_history(
+    ssh_host, gpus, real_processes, client, owner
+):
     me = pwd.getpwuid(os.getuid()).pw_name
     load = real_processes(["sleep", "302"])
     gpus("127.0.0.2").use_capture(H100, {21180: load.pid, 21181: 999998, 21198: 999999})
@@ -158,6 +160,14 @@ def test_a_probe_over_ssh_records_the_slices_and_their_history(ssh_host, gpus, r
     store_samples([(ssh_host, result)], timezone.now())
     used = dict(GpuMetric.objects.values_list("device__uuid", "memory_used_mib"))
     assert used == {GPU: 11125, mig(0): 11091, mig(1): 17, mig(2): 9, mig(3): 9}
+    # The API lists each slice with its GPU and its latest memory, one page or one GPU.
+    client.force_login(owner)
+    listed = {d["uuid"]: d for d in client.get("/api/devices/").json()}
+    one = client.get(f"/api/devices/{slices[3].pk}/").json()
+    for row in (listed[mig(3)], one):
+        assert (row["parent"], row["mig_profile"], row["mig_index"]) == (gpu.pk, "1g.10gb", 3)
+        assert (row["latest"]["memory_used_mib"], row["mig_enabled"]) == (9, False)
+    assert listed[GPU]["mig_enabled"] and listed[GPU]["parent"] is None
     # The same layout again changes nothing but the readings: a steady probe.
     host = Host.objects.get(pk=ssh_host.pk)
     assert record_steady_probes([(host, probe_host(host), 0.1)], timezone.now()) == []
