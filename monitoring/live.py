@@ -64,6 +64,7 @@ def host_payload(host: Host, visibility) -> dict:
         "cpu": snapshot.get("cpu") or {},
         "disks": snapshot.get("disks") or [],
         "gpus": [gpu_payload(gpu, devices) for gpu in snapshot.get("gpus") or []],
+        "slices": [gpu_payload(piece, devices) for piece in snapshot.get("slices") or []],
         "processes": visible_processes(visibility, host, snapshot.get("processes")),
         "lost_gpus": [
             {

@@ -21,7 +21,7 @@ def short_gib(mib) -> str:
 TILE = (
     '<article class="gpu-tile {colour}" id="gpu-{id}" data-model="{model}" data-state="{state}"'
     "{flags}>"
-    '<a class="gt-name" href="{url}#gpu-{index}">{host}:{index}</a> '
+    '<a class="gt-name" href="{url}#gpu-{index}">{host}:{name}</a> '
     '<span class="gt-model">{model}</span>'
     '<div class="gt-bars" aria-hidden="true"><i class="gt-util" style="width:{util}%"></i>'
     '<i class="gt-mem" style="width:{mem}%"></i></div>'
@@ -34,7 +34,7 @@ TILE = (
 def gpu_tile(g: dict, row) -> str:
     """One tile of the board. A tag rather than template markup: 800 tiles of template
     variables took most of the page's server time; this builds the same HTML escaped."""
-    flags = "".join(f' data-{name}="1"' for name in ("mine", "free", "lost") if g[name])
+    flags = "".join(f' data-{name}="1"' for name in ("mine", "free", "lost", "slice") if g[name])
     if g["lost"]:
         figures = format_html("GPU lost: not seen since {}", when(g["last_seen"]))
     else:
@@ -48,6 +48,7 @@ def gpu_tile(g: dict, row) -> str:
         flags=mark_safe(flags),  # noqa: S308 - only our constant attribute names
         url=row.url,
         index=g["index"],
+        name=g["name"],
         host=row.host.name,
         util=g["util_width"],
         mem=g["mem_width"],

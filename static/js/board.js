@@ -52,9 +52,11 @@
   }
 
   function updateGpu(tile, gpu, users, up) {
-    set(tile, "figs", up ? dash(gpu.utilization_gpu) + " % · " + gib(gpu.memory_used_mib) + "/" + gib(gpu.memory_total_mib) +
-      " GiB · " + dash(gpu.temperature_c) + " °C · " + (gpu.power_w === null || gpu.power_w === undefined ? "–" : Math.round(gpu.power_w)) + " W"
-      : "no data: host down", (t) => { tile.figs.textContent = t; });
+    const memory = gib(gpu.memory_used_mib) + "/" + gib(gpu.memory_total_mib) + " GiB";
+    // A MIG slice: its memory alone (nvidia-smi gives no more of it), as tiles.py writes it.
+    set(tile, "figs", !up ? "no data: host down" : tile.el.dataset.slice ? memory : dash(gpu.utilization_gpu) + " % · " + memory +
+      " · " + dash(gpu.temperature_c) + " °C · " + (gpu.power_w === null || gpu.power_w === undefined ? "–" : Math.round(gpu.power_w)) + " W",
+    (t) => { tile.figs.textContent = t; });
     set(tile, "util", up ? pct(gpu.utilization_gpu, 100) : 0, (w) => { tile.util.style.width = w + "%"; });
     set(tile, "mem", up ? pct(gpu.memory_used_mib, gpu.memory_total_mib) : 0, (w) => { tile.mem.style.width = w + "%"; });
     set(tile, "users", users || "no processes", (t) => { tile.users.textContent = t; });
@@ -75,7 +77,7 @@
     if (!section) return false;
     section.classList.toggle("board-host-down", !host.up);
     const users = host.up ? usersByGpu(host.processes) : {};
-    host.gpus.forEach((gpu) => {
+    host.gpus.concat(host.slices || []).forEach((gpu) => {
       const tile = tiles.get(gpu.device_id);
       if (tile) updateGpu(tile, gpu, users[gpu.uuid] || "", host.up);
     });

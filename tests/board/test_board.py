@@ -129,3 +129,64 @@ def test_a_free_gpu_the_viewer_may_not_use_is_not_called_free(
 def client_states(client, user) -> dict:
     client.force_login(user)
     return client.get(STATES).json()["gpus"]
+
+
+# --- MIG slices --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def split(node, owner, other_user):
+    """node-1's GPU in MIG mode (its last probe with two slices' memory); other books slice 1."""
+    ensure_default_group()
+    gpu = Device.objects.get(uuid="GPU-1")
+    gpu.mig_enabled = True
+    gpu.save()
+    slices = [
+        Device.objects.create(
+            host=node, index=0, uuid=f"MIG-{n}", name="Tesla T4", parent=gpu,
+            mig_profile="2g.8gb", mig_index=n, memory_total_mib=7680,
+        )
+        for n in range(2)
+    ]  # fmt: skip
+    node.last_snapshot = {
+        **node.last_snapshot,
+        "processes": [],
+        "slices": [{"uuid": "MIG-0", "memory_used_mib": 2048, "memory_total_mib": 7680}],
+    }
+    node.save()
+    end = timezone.now() + timedelta(hours=3)
+    create_reservation(other_user, title="t", devices=slices[1:], start=timezone.now(), end=end)
+    return gpu, slices
+
+
+def test_slices_are_shown_under_their_gpu(client, split, owner):
+    gpu, slices = split
+    html = section(board(client, owner), gpu.host)
+    tiles = html.split("<article")[1:]
+    assert [t.split('class="gt-name"')[1].split(">")[1].split("<")[0] for t in tiles] == [
+        "node-1:0",
+        "node-1:0.0",
+        "node-1:0.1",
+    ]
+    assert "T4 · MIG" in tiles[0] and "data-slice" not in tiles[0]
+    assert 'data-slice="1"' in tiles[1] and "MIG 2g.8gb" in tiles[1]
+    assert "2.0/7.5 GiB" in tiles[1] and "°C" not in tiles[1]  # a slice's memory alone
+    assert "reserved by other" in tiles[2]
+    # The GPU is not free while one of its slices is booked.
+    assert "MIG slices in use" in tiles[0] and 'data-free="1"' not in tiles[0]
+
+
+def test_a_booking_of_the_gpu_shows_on_its_slices(client, node, owner, other_user):
+    ensure_default_group()
+    gpu = Device.objects.get(uuid="GPU-1")
+    gpu.mig_enabled = True
+    gpu.save()
+    piece = Device.objects.create(
+        host=node, index=0, uuid="MIG-0", parent=gpu, mig_profile="7g.40gb", mig_index=0
+    )
+    end = timezone.now() + timedelta(hours=3)
+    create_reservation(other_user, title="t", devices=[gpu], start=timezone.now(), end=end)
+    client.force_login(owner)
+    states = client.get(STATES).json()["gpus"]
+    assert states[str(piece.pk)] == states[str(gpu.pk)]
+    assert states[str(piece.pk)]["text"].startswith("reserved by other until")
