@@ -55,8 +55,8 @@ if [ "$grc" -eq 0 ]; then
     ps -ww -o "$psfmt" -q "$pids" 2>/dev/null || ps -ww -o "$psfmt" -p "$pids"
   fi
   case $gq in *', Enabled, '*)
-    ml=$(timeout -k 2 "$T" nvidia-smi -L 2>&1); echo "@@mig-list $?"; printf '%s\n' "$ml"
-    mq=$(timeout -k 2 "$T" nvidia-smi -q 2>&1); echo "@@mig-query $?"; printf '%s\n' "$mq"
+    ml=$(timeout -k 2 "$T" nvidia-smi -L 2>/dev/null); echo "@@mig-list $?"; printf '%s\n' "$ml"
+    mq=$(timeout -k 2 "$T" nvidia-smi -q 2>/dev/null); echo "@@mig-query $?"; printf '%s\n' "$mq"
   esac
   if [ "$V" = 1 ]; then
     echo "@@driver"

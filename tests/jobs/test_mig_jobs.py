@@ -16,7 +16,9 @@ from jobs.models import Task
 from jobs.services import TaskSpec, task_env
 from monitoring.inventory import probe_and_record
 from monitoring.models import Device
+from queueing import scheduler
 from queueing.availability import may_start
+from queueing.services import TaskRequest, enqueue
 from reservations.services import create_reservation
 from tests.monitoring.conftest import make_host
 from tests.realparts import FakeGpus, require
@@ -101,3 +103,24 @@ def test_a_gpu_booked_whole_runs_on_all_its_slices(runner, mig_node):
     with pytest.raises(ValidationError, match="does not book all"):
         spec = TaskSpec(host=mig_node, template="true", devices=[other], reservation=booking)
         services.create_job(runner, name="elsewhere", specs=[spec])
+
+
+def test_the_queue_starts_a_1g_job_on_a_free_1g_slice(runner, mig_node):
+    """'A 1g.10gb slice anywhere', from the queue to the task's environment, for real."""
+    task = TaskRequest(
+        template='echo "$CUDA_VISIBLE_DEVICES"', kind="any_hosts", mig_profile="1g.10gb"
+    )
+    queued = enqueue(runner, name="small", tasks=[task])
+    scheduler.run_round()
+    queued.refresh_from_db()
+    assert queued.state == "running", queued.reasons
+    [started] = Task.objects.filter(job__queue_run__queued_job=queued)
+    assert [str(d) for d in started.devices.all()] == ["mig-1:0.2 (1g.10gb)"]
+
+    def ended() -> bool:
+        services.sync_tasks([Task.objects.select_related("host").get(pk=started.pk)])
+        started.refresh_from_db()
+        return started.status == Task.Status.EXITED
+
+    assert wait_for(ended)
+    assert Path(started.log_path).read_text() == f"{SLICE_2}\n"
