@@ -67,7 +67,7 @@ def gpu_tile(device: Device, sample, users, booking, up: bool, user) -> dict:
         "index": device.index,
         # A MIG slice is shown after its GPU, named as nvidia-smi's MIG device is.
         "slice": device.is_slice,
-        "name": f"{device.index}.{device.mig_index}" if device.is_slice else str(device.index),
+        "name": device.number,
         "model": tile_model(device),
         "util_width": percent(sample.get("utilization_gpu"), 100) or 0,
         "mem_width": percent(sample.get("memory_used_mib"), total) or 0,

@@ -151,11 +151,14 @@ class Device(models.Model):
         return f"{self.host.name}:{self.label}"
 
     @property
+    def number(self) -> str:
+        """Its number on its host: "0" for GPU 0, "0.2" for MIG slice 2 of GPU 0."""
+        return str(self.index) if self.parent_id is None else f"{self.index}.{self.mig_index}"
+
+    @property
     def label(self) -> str:
         """Its name on its host: "0" for GPU 0, "0.2 (1g.10gb)" for MIG slice 2 of GPU 0."""
-        if self.parent_id is None:
-            return str(self.index)
-        return f"{self.index}.{self.mig_index} ({self.mig_profile})"
+        return self.number if self.parent_id is None else f"{self.number} ({self.mig_profile})"
 
     @property
     def is_slice(self) -> bool:

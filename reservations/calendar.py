@@ -7,6 +7,8 @@ the slots (with their reservation and owner), and the access-control coverage.
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from django.db.models import F
+
 from accesscontrol.coverage import coverage_map
 from monitoring.models import Device
 
@@ -15,7 +17,7 @@ from .zones import wall_text
 
 
 def device_label(device: Device) -> str:
-    return f"{device.host.name}:{device.index}"
+    return str(device)  # node-1:0, node-1:0.2 (1g.10gb) for a MIG slice
 
 
 def chosen_devices(user, requested: list[int] | None = None) -> list[Device]:
@@ -27,16 +29,17 @@ def chosen_devices(user, requested: list[int] | None = None) -> list[Device]:
         requested = choice.devices if choice else []
     if requested:
         devices = devices.filter(pk__in=requested)
-    devices = list(devices.order_by("host__name", "index"))
+    devices = list(devices.order_by("host__name", "index", F("mig_index").asc(nulls_first=True)))
     if not requested and devices:
         devices = [d for d in devices if d.host_id == devices[0].host_id]
     return devices
 
 
 def resources(devices: list[Device]) -> list[dict]:
-    """Column heads: the full label, and the GPU's index to show where columns are narrow."""
+    """Column heads: the full label, and the GPU's number (0, or 0.2 for a MIG slice) to show
+    where columns are narrow."""
     return [
-        {"id": str(d.pk), "title": device_label(d), "extendedProps": {"index": d.index}}
+        {"id": str(d.pk), "title": device_label(d), "extendedProps": {"index": d.number}}
         for d in devices
     ]
 
