@@ -15,7 +15,7 @@ from board.demo import PASSWORD
 from monitoring.models import Device, Host
 from reservations.services import create_reservation
 
-from .test_pages import check, expect_clean, open_as
+from .test_pages import check, open_as, problems
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -62,7 +62,8 @@ def mig_host(db):
 @pytest.mark.parametrize("width", ["desktop", "phone"])
 def test_slices_follow_their_gpu_on_the_board(asgi_live_server, mig_host, page, width):
     errors = open_as(page, asgi_live_server, "ada", width)
-    expect_clean(check(page, asgi_live_server + "/", errors), "/")
+    found = problems(check(page, asgi_live_server + "/", errors), "/")
+    assert found == [], "\n".join(found)
     names = page.locator("#board .gt-name").all_inner_texts()
     assert names == ["h100-1:0", "h100-1:0.0", "h100-1:0.1", "h100-1:0.2", "h100-1:0.3"]
     tiles = page.locator("#board .gpu-tile")
@@ -74,3 +75,17 @@ def test_slices_follow_their_gpu_on_the_board(asgi_live_server, mig_host, page, 
     if os.environ.get("HIVE_SCREENSHOTS"):  # to look at, as a user would
         target = Path(os.environ["HIVE_SCREENSHOTS"]) / f"board-mig-{width}.png"
         page.screenshot(path=str(target), full_page=True)
+
+
+def test_slices_follow_their_gpu_in_the_dense_view(asgi_live_server, mig_host, page):
+    errors = open_as(page, asgi_live_server, "ada", "desktop")
+    found = problems(check(page, asgi_live_server + "/?layout=dense", errors), "/?layout=dense")
+    assert found == [], "\n".join(found)
+    cells = page.locator("#board .dc").all_inner_texts()
+    assert cells == ["0", "0.0", "0.1", "0.2", "0.3"]
+    assert (
+        page.locator("#board .dc")
+        .nth(1)
+        .get_attribute("aria-label")
+        .startswith("h100-1:0.0 MIG 3g.40gb")
+    )
