@@ -71,12 +71,13 @@ class Grant(models.Model):
             raise ValidationError({"valid_until": "The last day cannot be before the first day."})
 
     def covers_device(self, device: Device) -> bool:
-        """Whether the grant's scope includes ``device`` (uses prefetched hosts/devices)."""
+        """Whether the grant's scope includes ``device`` (uses prefetched hosts/devices).
+        A grant of a GPU covers its MIG slices; a grant of a slice covers that slice only."""
         if self.scope == self.Scope.ALL:
             return True
         if self.scope == self.Scope.HOSTS:
             return any(host.pk == device.host_id for host in self.hosts.all())
-        return any(d.pk == device.pk for d in self.devices.all())
+        return any(d.pk in (device.pk, device.parent_id) for d in self.devices.all())
 
 
 class Window(models.Model):

@@ -1,4 +1,7 @@
-"""Sums of the daily rows per user, group or host and per day, week or month.
+"""Sums of the daily rows per user, group, host or GPU and per day, week or month.
+
+A MIG slice is a GPU of its own here (its bookings and tasks are its own rows); a booking of
+its whole GPU is charged on the GPU, once, not on each slice as well.
 
 Non-admins only ever see rows charged to themselves (their use, per host or group);
 admins see everyone's. CO2e is energy times ACCOUNTING_EMISSION_G_PER_KWH. What each
@@ -13,11 +16,18 @@ from django.core.exceptions import ValidationError
 from django.db.models import F, Sum
 from django.db.models.functions import TruncMonth, TruncWeek
 
+from monitoring.models import Device
+
 from .models import DailyUsage
 
-GROUPINGS = {"user": "user__username", "group": "user__groups__name", "host": "device__host__name"}
+GROUPINGS = {
+    "user": "user__username",
+    "group": "user__groups__name",
+    "host": "device__host__name",
+    "gpu": "device",  # each GPU and each MIG slice on its own line, named as on the board
+}
 PERIODS = {"day": F, "week": TruncWeek, "month": TruncMonth}
-UNCHARGED = {"user": "(nobody)", "group": "(no group)", "host": "?"}
+UNCHARGED = {"user": "(nobody)", "group": "(no group)", "host": "?", "gpu": "?"}
 
 
 @dataclass(frozen=True)
@@ -84,10 +94,11 @@ def report(viewer, *, by: str, period: str, start: date, end: date) -> list[Line
         )
         .order_by("-period", "name")
     )
+    names = _device_names(sums) if by == "gpu" else {}
     lines = [
         Line(
             period=_as_date(s["period"]),
-            name=s["name"] or UNCHARGED[by],
+            name=names.get(s["name"], s["name"]) or UNCHARGED[by],
             reserved_hours=round(s["reserved"] / 3600, 3),
             unbooked_hours=round(s["unbooked"] / 3600, 3),
             used_hours=round(s["used"] / 3600, 3),
@@ -100,6 +111,12 @@ def report(viewer, *, by: str, period: str, start: date, end: date) -> list[Line
     lines.sort(key=lambda line: line.name)
     lines.sort(key=lambda line: line.period, reverse=True)
     return lines
+
+
+def _device_names(sums) -> dict[int, str]:
+    """Device id -> its name (node-1:0, node-1:0.2 (1g.10gb) for a MIG slice)."""
+    ids = {s["name"] for s in sums}
+    return {d.pk: str(d) for d in Device.objects.filter(pk__in=ids).select_related("host")}
 
 
 def _as_date(value) -> date:

@@ -11,16 +11,21 @@ it, which register the source of their holdings when they are ready (as their pe
 rules are registered with ``restrict``), so this layer reads them without importing them.
 ``holders`` asks every source, so the start rule, protection, fair use and the board cannot
 disagree about who holds a GPU.
+
+A GPU and its MIG slices share hardware: a holding of a GPU holds each of its slices, and a
+holding of a slice holds its GPU (two slices of one GPU do not). Asked about ``devices``,
+``holders`` answers with the holdings of the devices sharing their hardware too, each given
+as a holding of the device asked about, ``shared_from`` naming the device really held.
 """
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from monitoring.models import Device
+from monitoring.models import Device, sharing
 from reservations.models import Reservation, ReservedDevice
 
 RESERVATION, TASK, QUEUE_RUN = "reservation", "task", "queue_run"
@@ -43,6 +48,7 @@ class Holding:
     confirmed: bool = True  # False for a booking awaiting approval
     run_as: str = ""  # a task's UNIX account
     preemptible: bool = False  # a running opportunistic queue run
+    shared_from: int | None = None  # the device held, where it shares device_id's hardware
 
     def overlaps(self, start: datetime, end: datetime | None = None) -> bool:
         """Whether it holds the GPU at some time in [start, end) (at ``start`` if no end)."""
@@ -79,16 +85,40 @@ def holders(
 
     ``start`` None means now: who holds them at present (ended tasks are not read); a start
     in the past also finds the tasks that ended since. ``end`` None asks about the instant
-    ``start`` (or now). ``kinds`` narrows the answer to some kinds of holder.
+    ``start`` (or now). ``kinds`` narrows the answer to some kinds of holder. Asked about
+    ``devices``, a holding of a device sharing one's hardware (its GPU, its MIG slices) is
+    answered as that one's holding too.
     """
-    ids = _device_ids(devices, hosts)
+    sharers = None if devices is None else _sharers(list(devices))
+    ids = _device_ids(None if sharers is None else list(sharers), hosts)
     found: list[Holding] = []
     for kind in sorted(set(kinds)):
         source = _reservations if kind == RESERVATION else _sources.get(kind)
         if source is None:
             raise LookupError(f"no source of {kind} holdings is registered (is its app ready?)")
         found += source(ids, start, end)
-    return found
+    if sharers is None:
+        return found
+    return [
+        holding if pk == held else replace(holding, device_id=pk, shared_from=held)
+        for holding in found
+        for held in [holding.device_id]
+        for pk in sharers.get(held, ())
+    ]
+
+
+def _sharers(devices: list[Device | int]) -> dict[int, list[int]]:
+    """Device id -> the ids of the devices asked about that share its hardware (itself,
+    where asked). Asks the database only where a device may be a MIG slice or a GPU in MIG
+    mode: given by id, or a Device that is one."""
+    ids = [d if isinstance(d, int) else d.pk for d in devices]
+    if all(isinstance(d, Device) and not (d.parent_id or d.mig_enabled) for d in devices):
+        return {pk: [pk] for pk in ids}
+    sharers: dict[int, list[int]] = {}
+    for pk, shared in sharing(ids).items():
+        for device in shared:
+            sharers.setdefault(device.pk, []).append(pk)
+    return sharers
 
 
 def _device_ids(

@@ -7,7 +7,10 @@ Pure functions over plain values, so the packing rules are easy to test and to r
 - "N GPUs on any hosts" fits on one host when it can; otherwise it takes the hosts with the
   most usable GPUs and finishes on the best-fitting one (fewest hosts);
 - GPUs that would need an opportunistic job preempted are used only when free ones do not
-  suffice, and a request that needs them is placed last among equals.
+  suffice, and a request that needs them is placed last among equals;
+- a request for a MIG profile ("a 1g.10gb slice anywhere") takes only MIG slices of that
+  profile, and a request for GPUs only whole GPUs: not slices, nor a GPU in MIG mode, whose
+  compute CUDA reaches only through its slices (named devices take what they name).
 
 The kinds of request and their limits are here too: the queue's tasks, the new-job form and
 the placement endpoint ask for GPUs in these words.
@@ -50,6 +53,8 @@ class Slot:
     model: str = ""
     memory_mib: int | None = None
     preempts: int | None = None  # the opportunistic run that holds it now, if any
+    mig_profile: str = ""  # a MIG slice's profile ("" for a GPU)
+    partitioned: bool = False  # a GPU in MIG mode
 
 
 @dataclass(frozen=True)
@@ -62,10 +67,13 @@ class Request:
     host_id: int | None = None
     model: str = ""
     min_memory_mib: int | None = None
+    mig_profile: str = ""  # MIG slices of this profile, instead of GPUs
 
     def matches(self, slot: Slot) -> bool:
         if self.kind == "devices":
             return slot.device_id in self.device_ids
+        if slot.partitioned or slot.mig_profile != self.mig_profile:
+            return False
         if self.host_id is not None and slot.host_id != self.host_id:
             return False
         if self.model and self.model.lower() not in slot.model.lower():

@@ -37,7 +37,15 @@ def usability(user: User, now: datetime | None = None) -> list[tuple[Device, lis
 
 
 def _slot(device: Device) -> Slot:
-    return Slot(device.pk, device.host_id, device.index, device.name, device.memory_total_mib)
+    return Slot(
+        device.pk,
+        device.host_id,
+        device.index,
+        device.name,
+        device.memory_total_mib,
+        mig_profile=device.mig_profile,
+        partitioned=device.mig_enabled,
+    )
 
 
 def place(user: User, request: Request, now: datetime | None = None) -> Placement:

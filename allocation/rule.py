@@ -51,7 +51,7 @@ from accesscontrol.coverage import (
     waiting_sentence,
 )
 from monitoring.containers import owner_text
-from monitoring.models import Device, Host
+from monitoring.models import Device, Host, sharing
 
 from .holders import QUEUE_RUN, RESERVATION, TASK, Holding, holders
 
@@ -109,7 +109,7 @@ class Reason:
 
 
 def gpu_name(device: Device) -> str:
-    return f"GPU {device.index} on {device.host.name}"
+    return f"GPU {device.label} on {device.host.name}"
 
 
 def when(instant: datetime, now: datetime) -> str:
@@ -155,6 +155,9 @@ class Cluster:
     ``job``: the job being started, whose own tasks and queue run do not block it.
     ``processes``: host id -> processes seen just now ({"gpu_uuid", "pid", "user"}), used
     instead of those hosts' latest probes.
+
+    A GPU and its MIG slices share hardware (monitoring.models.sharing): what holds or runs
+    on one blocks the other too, bookings included; two slices of one GPU are apart.
     """
 
     def __init__(
@@ -171,11 +174,19 @@ class Cluster:
         if device_ids is not None:
             devices = devices.filter(pk__in=device_ids)
         self.gpus = {d.pk: Gpu(d) for d in devices.select_related("host").order_by("pk")}
+        self.family = _families(self.gpus)
+        # Any of these devices' id -> the ids of the GPUs asked about sharing its hardware.
+        self._devices = {d.pk: d for shared in self.family.values() for d in shared}
+        self._sharers: dict[int, list[int]] = {}
+        for pk, shared in self.family.items():
+            for device in shared:
+                self._sharers.setdefault(device.pk, []).append(pk)
         self._users: dict[int, dict[int, list[Reason]]] = {}
         self._run_as: dict[tuple[int, int], RunAs] = {}  # (user id, host id) -> its account
         seen_now = processes or {}
         self._mark_down_hosts()
-        for holding in holders(self._since(seen_now), self.end, devices=list(self.gpus)):
+        asked = [gpu.device for gpu in self.gpus.values()]
+        for holding in holders(self._since(seen_now), self.end, devices=asked):
             self._add_holding(holding, seen_now)
         self._mark_processes(seen_now)
         for gpu in self.gpus.values():  # one sentence per kind of reason is enough for people
@@ -184,9 +195,16 @@ class Cluster:
     # --- what blocks a GPU for everybody ---------------------------------------------------
 
     def _block(self, device_id: int, code: str, text: str) -> None:
-        gpu = self.gpus.get(device_id)
-        if gpu is not None:
-            gpu.blockers.append(Reason(code, device_id, text))
+        """``text`` blocks the device and every GPU asked about that shares its hardware."""
+        for pk in self._sharers.get(device_id, ()):
+            self.gpus[pk].blockers.append(Reason(code, pk, text))
+
+    def sharing_with(self, device_id: int) -> list[int]:
+        """The ids of these GPUs that share hardware with the device (itself included)."""
+        return self._sharers.get(device_id, [])
+
+    def _name(self, device_id: int) -> str:
+        return gpu_name(self._devices[device_id])
 
     def _mark_down_hosts(self) -> None:
         for gpu in self.gpus.values():
@@ -209,8 +227,10 @@ class Cluster:
         return max(min(probes), self.now - STALE_LOOKBACK) if probes else None
 
     def _add_holding(self, holding: Holding, seen_now: dict) -> None:
+        """A holding of the GPU or of a device sharing its hardware (its GPU, its slices)."""
         gpu = self.gpus[holding.device_id]
         own = holding.job_id is not None and holding.job_id == self.job_id
+        held = gpu.name if holding.shared_from is None else self._name(holding.shared_from)
         if holding.kind == RESERVATION and holding.overlaps(self.now, self.end):
             start, end = holding.start, holding.end
             if start is not None and end is not None:  # a booking always has both
@@ -218,12 +238,13 @@ class Cluster:
         elif holding.kind == TASK and holding.end is not None:
             self._mark_stale_probe(gpu, holding.end, seen_now)
         elif holding.kind == TASK and not own:
-            text = f"{gpu.name} is used by job '{holding.name}' of {holding.owner}"
-            self._block(gpu.device.pk, HELD_BY_TASK, text)
+            text = f"{held} is used by job '{holding.name}' of {holding.owner}"
+            gpu.blockers.append(Reason(HELD_BY_TASK, gpu.device.pk, text))
         elif holding.kind == QUEUE_RUN and not own:
-            text = f"{gpu.name} is used by queued job '{holding.name}' of {holding.owner}"
-            self._block(gpu.device.pk, HELD_BY_QUEUE_RUN, text)
-            if holding.preemptible:
+            text = f"{held} is used by queued job '{holding.name}' of {holding.owner}"
+            gpu.blockers.append(Reason(HELD_BY_QUEUE_RUN, gpu.device.pk, text))
+            # Preempting frees the claimed device itself, not a GPU sharing its hardware.
+            if holding.preemptible and holding.shared_from is None:
                 gpu.opportunistic_run = holding.holder_id
 
     def _mark_stale_probe(self, gpu: Gpu, task_end: datetime, seen_now: dict) -> None:
@@ -233,23 +254,24 @@ class Cluster:
         probed = gpu.host.last_probe_at
         if gpu.host.pk in seen_now or probed is None or probed > task_end:
             return
-        self._block(gpu.device.pk, STALE_PROBE, f"waiting for a fresh probe of {gpu.host.name}")
+        text = f"waiting for a fresh probe of {gpu.host.name}"
+        gpu.blockers.append(Reason(STALE_PROBE, gpu.device.pk, text))
 
     def _mark_processes(self, seen_now: Processes) -> None:
         """Processes on GPUs that no task of ours holds are someone else's."""
-        by_uuid: dict[tuple[int, object], Gpu] = {
-            (g.host.pk, g.device.uuid): g for g in self.gpus.values()
+        by_uuid: dict[tuple[int, object], Device] = {
+            (d.host_id, d.uuid): d for d in self._devices.values()
         }
         for host in {g.host for g in self.gpus.values()}:
             processes = seen_now.get(host.pk, (host.last_snapshot or {}).get("processes"))
             for process in processes or []:
-                gpu = by_uuid.get((host.pk, process.get("gpu_uuid")))
-                if gpu is not None:
-                    text = f"{gpu.name} runs process {process.get('pid')}"
+                device = by_uuid.get((host.pk, process.get("gpu_uuid")))
+                if device is not None:
+                    text = f"{gpu_name(device)} runs process {process.get('pid')}"
                     text += f" ({process['name']})" if process.get("name") else ""
                     known = process.get("user") or process.get("container")
                     text += f" of {owner_text(process)}" if known else ""
-                    self._block(gpu.device.pk, FOREIGN_PROCESS, text)
+                    self._block(device.pk, FOREIGN_PROCESS, text)
 
     # --- what blocks a GPU for one user -----------------------------------------------------
 
@@ -352,6 +374,14 @@ def lost_sentence(device_id: int) -> str:
     device = Device.objects.filter(pk=device_id).select_related("host").first()
     name = gpu_name(device) if device else f"GPU {device_id}"
     return f"{name} is lost or its host is disabled"
+
+
+def _families(gpus: dict[int, Gpu]) -> dict[int, list[Device]]:
+    """GPU id -> the devices sharing its hardware, itself first (one query, and none where
+    no GPU is a MIG slice or in MIG mode)."""
+    if not any(g.device.parent_id or g.device.mig_enabled for g in gpus.values()):
+        return {pk: [g.device] for pk, g in gpus.items()}
+    return sharing(gpus)
 
 
 def _first_of_each(reasons: list[Reason]) -> list[Reason]:

@@ -84,7 +84,9 @@ def set_up_lab() -> None:
     gpus = DATA_DIR / "gpus" / "local"
     gpus.mkdir(parents=True)
     (gpus / "query-gpu.csv").write_text(
-        "".join(f"{i}, GPU-local-{i}, 15360, 0, 0, 0, 30, 20.0, Tesla T4\n" for i in range(GPUS))
+        "".join(
+            f"{i}, GPU-local-{i}, 15360, 0, 0, 0, 30, 20.0, [N/A], Tesla T4\n" for i in range(GPUS)
+        )
     )
     (gpus / "query-compute-apps.csv").write_text("")
     user = get_user_model().objects.create_user(

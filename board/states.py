@@ -18,6 +18,7 @@ from monitoring.models import Device
 @dataclass
 class Booking:
     # free | closed (free, not the viewer's to use) | mine | reserved | pending | job | queue
+    # | partial (a GPU some of whose MIG slices are taken)
     state: str
     text: str
     until: datetime | None = None
@@ -39,7 +40,24 @@ def booking_states(user, now: datetime | None = None) -> dict[int, Booking]:
     for holding in (h for h in held if h.kind == TASK):
         booked = states.get(holding.device_id)
         states[holding.device_id] = task_state(user, booked, holding, holding.job_id in queue_jobs)
+    share_with_slices(states)
     return states
+
+
+SLICES_TAKEN = Booking("partial", "MIG slices in use")
+
+
+def share_with_slices(states: dict[int, Booking]) -> None:
+    """A GPU and its MIG slices share hardware: a slice shows its GPU's booking or job when
+    it has none of its own, and a GPU with a slice taken is not free (the start rule's
+    sharing, as people see it)."""
+    taken = {pk for pk, state in states.items() if state is not CLOSED}
+    pairs = Device.objects.filter(parent__isnull=False, status=Device.Status.PRESENT)
+    for piece, gpu in pairs.values_list("pk", "parent_id"):
+        if gpu in taken and piece not in taken:
+            states[piece] = states[gpu]
+        elif piece in taken and gpu not in taken:
+            states[gpu] = SLICES_TAKEN
 
 
 def closed_to(user, now: datetime) -> list[int]:

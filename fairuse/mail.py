@@ -19,7 +19,7 @@ def keep_url(reservation_id: int) -> str:
 
 
 def labels(notice: IdleNotice) -> str:
-    return ", ".join(f"{d.host.name}:{d.index}" for d in notice.devices.select_related("host"))
+    return ", ".join(f"{d.host.name}:{d.label}" for d in notice.devices.select_related("host"))
 
 
 def warning_text(notice: IdleNotice) -> str:

@@ -24,7 +24,7 @@ from accesscontrol.permissions import can
 from allocation.rule import Processes, start_rule
 from audit.log import record
 from core import lease
-from monitoring.models import Device, Host
+from monitoring.models import Device, Host, cuda_devices
 from reservations.models import Reservation
 
 from . import remote, templating
@@ -70,7 +70,8 @@ def check_reservation(owner: User, reservation: Reservation, devices: list[Devic
     if not reservation.holds_devices:
         raise ValidationError(f"The reservation {reservation} is cancelled.")
     booked = set(reservation.devices.values_list("pk", flat=True))
-    if any(d.pk not in booked for d in devices):
+    # A booked GPU holds its MIG slices: work may run on any of them.
+    if any(d.pk not in booked and d.parent_id not in booked for d in devices):
         raise ValidationError(f"The reservation {reservation} does not book all the task's GPUs.")
 
 
@@ -259,9 +260,10 @@ def check_can_start(task: Task, now: datetime, processes: Processes | None = Non
 
 
 def task_env(task: Task) -> dict[str, str]:
-    """The task's environment, with its GPUs (in nvidia-smi's PCI bus order, by UUID)."""
-    # Sorted here, not by the database, so pages that prefetch the devices ask nothing more.
-    uuids = [d.uuid for d in sorted(task.devices.all(), key=lambda d: d.index)]
+    """The task's environment, with its GPUs (in nvidia-smi's PCI bus order, by UUID; a MIG
+    slice by its MIG UUID)."""
+    # Sorted there, not by the database, so pages that prefetch the devices ask nothing more.
+    uuids = cuda_devices(task.devices.all())
     gpu_env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": ",".join(uuids)}
     return {**gpu_env, **task.env}
 

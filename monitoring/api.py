@@ -66,14 +66,20 @@ class DeviceSerializer(serializers.ModelSerializer):
             "status",
             "first_seen",
             "last_seen",
+            "mig_enabled",
+            "parent",
+            "mig_profile",
+            "mig_index",
             "latest",
         ]
+        read_only_fields = ["parent"]
 
     def get_latest(self, device) -> dict | None:
         host = device.host
         if host.status != Host.Status.UP or device.status != Device.Status.PRESENT:
             return None
-        for gpu in (host.last_snapshot or {}).get("gpus") or []:
+        snapshot = host.last_snapshot or {}
+        for gpu in [*(snapshot.get("gpus") or []), *(snapshot.get("slices") or [])]:
             if gpu.get("uuid") == device.uuid:
                 return {field: gpu.get(field) for field in GPU_FIELDS}
         return None

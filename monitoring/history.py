@@ -1,6 +1,6 @@
 """Metric history: raw samples bulk-inserted per cycle, then minute and hour averages.
 
-Three series: per GPU, per host (CPU, RAM) and per host and disk path.
+Three series: per GPU (and MIG slice), per host (CPU, RAM) and per host and disk path.
 
 Raw samples are kept for ``MONITORING_RAW_RETENTION_HOURS`` (24), minute averages for
 ``MONITORING_MINUTE_RETENTION_DAYS`` (30), hour averages for
@@ -53,7 +53,8 @@ def store_samples(probed: list[tuple[Host, ProbeResult]], now: datetime) -> int:
     for host, result in reachable:
         host_rows.append(_host_row(host, result, now))
         disk_rows += [_disk_row(host, disk, now) for disk in result.disks]
-        for gpu in result.gpus or []:
+        # A MIG slice has a series of its own: its memory (nvidia-smi gives no more of it).
+        for gpu in [*(result.gpus or []), *(result.slices or [])]:
             device_id = devices.get((host.pk, gpu.uuid))
             if device_id is not None:
                 gpu_rows.append(_gpu_row(device_id, gpu, now))

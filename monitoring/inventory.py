@@ -87,20 +87,45 @@ def _devices_by_host(host_ids: list[int]) -> dict[int, list[Device]]:
 def _is_steady(host: Host, result: ProbeResult, devices: list[Device]) -> bool:
     if result.new_host_key or result.status != host.status:
         return False
-    return result.gpus is None or _same_gpus(result.gpus, devices)
+    return result.gpus is None or _same_devices(result, devices)
 
 
-def _same_gpus(gpus, devices: list[Device]) -> bool:
-    """Whether sync_devices would change nothing but last_seen."""
-    present = {d.uuid: d for d in devices if d.status == Device.Status.PRESENT}
-    if len(gpus) != len(present) or {gpu.uuid for gpu in gpus} != present.keys():
+def _same_devices(result: ProbeResult, devices: list[Device]) -> bool:
+    """Whether sync_devices would change nothing but last_seen (slices are compared only
+    when nvidia-smi -L was read)."""
+    told = result.slices is not None
+    present = {
+        d.uuid: d
+        for d in devices
+        if d.status == Device.Status.PRESENT and (told or d.parent_id is None)
+    }
+    seen = [*result.gpus, *(result.slices or [])]
+    if len(seen) != len(present) or {sample.uuid for sample in seen} != present.keys():
         return False
-    for gpu in gpus:
-        device = present[gpu.uuid]
-        memory = gpu.memory_total_mib or device.memory_total_mib
-        if (gpu.index, gpu.name, memory) != (device.index, device.name, device.memory_total_mib):
+    for sample in seen:
+        device = present[sample.uuid]
+        parent = present[sample.parent_uuid].pk if sample.parent_uuid else None
+        memory = sample.memory_total_mib or device.memory_total_mib
+        known = {name: getattr(device, name) for name in _FIELDS} | {"parent": device.parent_id}
+        if (_facts(sample, parent), memory) != (known, device.memory_total_mib):
             return False
     return True
+
+
+# What a probe says a device is, beside its parent and memory.
+_FIELDS = ("index", "name", "mig_enabled", "mig_profile", "mig_index")
+
+
+def _facts(sample, parent) -> dict:
+    """The device's fields as a probe's sample gives them (``parent``: a Device or its pk)."""
+    return {
+        "index": sample.index,
+        "name": sample.name,
+        "mig_enabled": bool(sample.mig_enabled),
+        "parent": parent,
+        "mig_profile": sample.mig_profile,
+        "mig_index": sample.mig_index,
+    }
 
 
 def hardware_facts(result: ProbeResult, known: dict, now) -> dict:
@@ -131,24 +156,37 @@ def record_host_key(host: Host, key: HostKey) -> None:
 
 
 def sync_devices(host: Host, result: ProbeResult, now) -> None:
-    """Create new GPUs, refresh seen ones, mark vanished ones lost (never delete them)."""
+    """Create new GPUs and MIG slices, refresh seen ones, mark vanished ones lost (never
+    delete them). A GPU whose MIG layout changed is a changed inventory like any other: its
+    slices that are gone are lost, new ones are created. When nvidia-smi -L could not be
+    read (``slices`` is None), the slices of GPUs still there are left as they were."""
     known = {d.uuid: d for d in host.devices.all()}
+    seen: dict[str, Device] = {}
     for gpu in result.gpus:
-        device = known.pop(gpu.uuid, None)
-        if device is None:
-            Device.objects.create(
-                host=host,
-                uuid=gpu.uuid,
-                index=gpu.index,
-                name=gpu.name,
-                memory_total_mib=gpu.memory_total_mib,
-                first_seen=now,
-                last_seen=now,
-            )
-            continue
-        device.index, device.name = gpu.index, gpu.name
-        device.memory_total_mib = gpu.memory_total_mib or device.memory_total_mib
-        device.status, device.last_seen = Device.Status.PRESENT, now
-        device.save(update_fields=["index", "name", "memory_total_mib", "status", "last_seen"])
-    vanished = [d.pk for d in known.values() if d.status == Device.Status.PRESENT]
+        seen[gpu.uuid] = _sync_device(host, known.pop(gpu.uuid, None), gpu, None, now)
+    for piece in result.slices or []:
+        parent = seen[piece.parent_uuid]
+        seen[piece.uuid] = _sync_device(host, known.pop(piece.uuid, None), piece, parent, now)
+    kept = {d.pk for d in seen.values()} if result.slices is None else set()
+    present = [d for d in known.values() if d.status == Device.Status.PRESENT]
+    vanished = [d.pk for d in present if d.parent_id not in kept]
     Device.objects.filter(pk__in=vanished).update(status=Device.Status.LOST)
+
+
+def _sync_device(host: Host, device: Device | None, sample, parent: Device | None, now) -> Device:
+    facts = _facts(sample, parent)
+    if device is None:
+        return Device.objects.create(
+            host=host,
+            uuid=sample.uuid,
+            memory_total_mib=sample.memory_total_mib,
+            first_seen=now,
+            last_seen=now,
+            **facts,
+        )
+    for name, value in facts.items():
+        setattr(device, name, value)
+    device.memory_total_mib = sample.memory_total_mib or device.memory_total_mib
+    device.status, device.last_seen = Device.Status.PRESENT, now
+    device.save(update_fields=[*facts, "memory_total_mib", "status", "last_seen"])
+    return device

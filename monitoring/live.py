@@ -49,11 +49,13 @@ BOARD_GPU_FIELDS = (
 
 def board_entry(host: Host, visibility) -> dict:
     """What the board shows of a host live: its state, each GPU's figures, and who runs on
-    each GPU (device id -> "alice, bob (container x)"); no command lines, disks or CPU."""
+    each GPU or MIG slice (device id -> "alice, bob (container x)"); no command lines, disks
+    or CPU."""
     snapshot = host.last_snapshot or {}
     devices = {d.uuid: d.pk for d in host.devices.all()}
     gpus, users = [], {}
-    for gpu in snapshot.get("gpus") or []:
+    # A MIG slice is a row too (memory alone: nvidia-smi gives no more of it).
+    for gpu in [*(snapshot.get("gpus") or []), *(snapshot.get("slices") or [])]:
         power = gpu.get("power_w")
         row = {
             **gpu,
@@ -116,6 +118,7 @@ def host_payload(host: Host, visibility) -> dict:
         "cpu": snapshot.get("cpu") or {},
         "disks": snapshot.get("disks") or [],
         "gpus": [gpu_payload(gpu, devices) for gpu in snapshot.get("gpus") or []],
+        "slices": [gpu_payload(piece, devices) for piece in snapshot.get("slices") or []],
         "processes": visible_processes(visibility, host, snapshot.get("processes")),
         "lost_gpus": [
             {

@@ -1,14 +1,22 @@
 """The inventory: the hosts we reach over SSH and the GPUs found on them."""
 
+from collections.abc import Iterable
+
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
+from django.db.models import F
 from django.utils import timezone
 
 # \Z, not $: "$" also matches before a final newline, which would then reach SSH and shells.
 address_validator = RegexValidator(
     r"^[A-Za-z0-9](?:[A-Za-z0-9.:\-]*[A-Za-z0-9])?\Z",
     "Enter a host name or an IP address (letters, digits, '.', '-', ':').",
+)
+# As nvidia-smi -L names them: 1g.10gb, 3g.40gb, 1g.10gb+me, 1c.3g.71gb (a compute instance).
+mig_profile_validator = RegexValidator(
+    r"^(\d+c\.)?\d+g\.\d+gb(\+[a-z]+)*\Z",
+    "Enter a MIG profile as nvidia-smi -L names it, e.g. 1g.10gb or 3g.40gb.",
 )
 username_validator = RegexValidator(
     r"^[a-z_][a-z0-9_.\-]*\$?\Z", "Enter a UNIX user name (lower case, digits, '_', '-', '.')."
@@ -91,29 +99,103 @@ class Host(models.Model):
 
 
 class Device(models.Model):
-    """A GPU. Kept when it disappears (marked lost): reservations and history point at it."""
+    """A GPU, or a MIG slice of one. Kept when it disappears (marked lost): reservations and
+    history point at it.
+
+    A GPU in MIG mode (``mig_enabled``) is split into slices, each a Device of its own with
+    the GPU as ``parent``, its MIG profile and its ``MIG-`` UUID (what CUDA_VISIBLE_DEVICES
+    names): a slice is booked, granted and run on like a GPU, and the GPU stands for the
+    whole board (booking it holds every slice). See docs/concepts.md, "MIG slices".
+    """
 
     class Status(models.TextChoices):
         PRESENT = "present", "Present"
         LOST = "lost", "Lost"
 
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="devices")
-    index = models.PositiveIntegerField(help_text="nvidia-smi index (PCI bus order).")
+    index = models.PositiveIntegerField(
+        help_text="nvidia-smi index (PCI bus order); a slice has its GPU's."
+    )
     uuid = models.CharField(max_length=128)
     name = models.CharField(max_length=255, blank=True, help_text="GPU model.")
     memory_total_mib = models.PositiveIntegerField(null=True, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PRESENT)
     first_seen = models.DateTimeField(default=timezone.now)
     last_seen = models.DateTimeField(default=timezone.now)
+    mig_enabled = models.BooleanField(
+        default=False, help_text="A GPU in MIG mode: its compute is reached through its slices."
+    )
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="slices",
+        help_text="The GPU a MIG slice is part of (empty for a GPU).",
+    )
+    mig_profile = models.CharField(
+        max_length=32, blank=True, validators=[mig_profile_validator], help_text="E.g. 1g.10gb."
+    )
+    mig_index = models.PositiveIntegerField(
+        null=True, blank=True, help_text="MIG device number on its GPU (nvidia-smi -L)."
+    )
 
     class Meta:
-        ordering = ["host__name", "index"]
+        # A GPU, then its slices.
+        ordering = ["host__name", "index", F("mig_index").asc(nulls_first=True)]
         constraints = [
             models.UniqueConstraint(fields=["host", "uuid"], name="device_unique_uuid_per_host"),
         ]
 
     def __str__(self):
-        return f"{self.host.name}:{self.index}"
+        return f"{self.host.name}:{self.label}"
+
+    @property
+    def number(self) -> str:
+        """Its number on its host: "0" for GPU 0, "0.2" for MIG slice 2 of GPU 0."""
+        return str(self.index) if self.parent_id is None else f"{self.index}.{self.mig_index}"
+
+    @property
+    def label(self) -> str:
+        """Its name on its host: "0" for GPU 0, "0.2 (1g.10gb)" for MIG slice 2 of GPU 0."""
+        return self.number if self.parent_id is None else f"{self.number} ({self.mig_profile})"
+
+    @property
+    def is_slice(self) -> bool:
+        return self.parent_id is not None
+
+
+def sharing(device_ids: Iterable[int]) -> dict[int, list[Device]]:
+    """Device id -> the devices that share its hardware, itself first: a GPU and each of its
+    MIG slices share (a booking, a task or a process on one blocks the other); two slices of
+    one GPU do not. With their hosts, in one query."""
+    ids = set(device_ids)
+    found = Device.objects.filter(
+        models.Q(pk__in=ids) | models.Q(parent_id__in=ids) | models.Q(slices__in=ids)
+    )
+    devices = {d.pk: d for d in found.select_related("host").distinct()}
+    shared: dict[int, list[Device]] = {pk: [devices[pk]] for pk in ids if pk in devices}
+    for device in devices.values():
+        if device.parent_id in shared:
+            shared[device.parent_id].append(device)
+        if device.pk in shared and device.parent_id in devices:
+            shared[device.pk].append(devices[device.parent_id])
+    return shared
+
+
+def cuda_devices(devices: Iterable[Device]) -> list[str]:
+    """What CUDA_VISIBLE_DEVICES names for work on ``devices``, in nvidia-smi's order: a GPU's
+    UUID, a MIG slice's MIG UUID, and for a GPU in MIG mode (booked whole) its present
+    slices' MIG UUIDs, since CUDA reaches a GPU in MIG mode only through them. Asks the
+    database only when such a GPU is among them."""
+    named: list[Device] = []
+    for device in devices:
+        if device.mig_enabled:
+            named += device.slices.filter(status=Device.Status.PRESENT)
+        else:
+            named.append(device)
+    named.sort(key=lambda d: (d.index, -1 if d.mig_index is None else d.mig_index))
+    return list(dict.fromkeys(d.uuid for d in named))
 
 
 class WorkerCluster(models.Model):

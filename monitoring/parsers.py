@@ -1,5 +1,5 @@
-"""Parsers for what hosts print: nvidia-smi queries, ps, /proc/stat, /proc/meminfo, /proc/cpuinfo
-and df.
+"""Parsers for what hosts print: nvidia-smi queries, lists and reports, ps, /proc/stat,
+/proc/meminfo, /proc/cpuinfo and df.
 
 Pure functions over text, so they are tested against real captured outputs. Values a GPU
 cannot report (``[N/A]``, ``[Not Supported]``, ``[Insufficient Permissions]``, ...) become
@@ -7,7 +7,7 @@ cannot report (``[N/A]``, ``[Not Supported]``, ``[Insufficient Permissions]``, .
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Order matters: the free-text field (name) goes last so a comma inside it cannot shift
 # the columns before it.
@@ -22,6 +22,9 @@ GPU_QUERY_FIELDS = [
     "power.draw",
     "name",
 ]
+# What the probe asks of each GPU: the readings and the MIG mode (the name still last).
+# Drivers before R450 know no MIG and refuse the field; the probe then asks GPU_QUERY_FIELDS.
+PROBE_GPU_FIELDS = [*GPU_QUERY_FIELDS[:-1], "mig.mode.current", "name"]
 APP_QUERY_FIELDS = ["gpu_uuid", "pid", "used_memory", "process_name"]
 
 
@@ -40,6 +43,12 @@ class GpuSample:
     utilization_memory: int | None
     temperature_c: int | None
     power_w: float | None
+    # A GPU: whether MIG is on (None: the GPU or driver has no MIG). A MIG slice (see
+    # mig_slices): its GPU's UUID, its profile and its MIG device number there.
+    mig_enabled: bool | None = None
+    parent_uuid: str | None = None
+    mig_profile: str = ""
+    mig_index: int | None = None
 
     def as_dict(self):
         return dict(vars(self))  # flat values: asdict's result, without its deep copy
@@ -97,13 +106,14 @@ def _records(text: str, fields: list[str]) -> list[dict[str, str]]:
     return records
 
 
-def parse_gpu_query(text: str, fields: list[str] = GPU_QUERY_FIELDS) -> list[GpuSample]:
-    """Output of ``nvidia-smi --query-gpu=<fields> --format=csv,noheader,nounits``.
+def parse_gpu_query(text: str, fields: list[str] | None = None) -> list[GpuSample]:
+    """Output of ``nvidia-smi --query-gpu=<fields> --format=csv,noheader,nounits``
+    (default: GPU_QUERY_FIELDS).
 
     Fields the query did not ask for are ``None``.
     """
     gpus = []
-    for row in _records(text, fields):
+    for row in _records(text, fields or GPU_QUERY_FIELDS):
         index, uuid = _number(row.get("index", "")), row.get("uuid", "")
         if index is None or _unsupported(uuid):
             raise ParseError(f"GPU row without index or UUID: {row}")
@@ -118,9 +128,15 @@ def parse_gpu_query(text: str, fields: list[str] = GPU_QUERY_FIELDS) -> list[Gpu
                 utilization_memory=_number(row.get("utilization.memory", "")),
                 temperature_c=_number(row.get("temperature.gpu", "")),
                 power_w=_number(row.get("power.draw", ""), float),
+                mig_enabled=_mig_mode(row.get("mig.mode.current", "")),
             )
         )
     return gpus
+
+
+def _mig_mode(value: str) -> bool | None:
+    """``Enabled``/``Disabled``; GPUs without MIG answer ``[N/A]``."""
+    return None if _unsupported(value) else value.strip().lower() == "enabled"
 
 
 def parse_app_query(text: str, fields: list[str] = APP_QUERY_FIELDS) -> list[tuple]:
@@ -158,18 +174,22 @@ def parse_ps(text: str) -> dict[int, PsEntry]:
     return entries
 
 
-def join_processes(apps, ps: dict[int, PsEntry]) -> list[GpuProcess]:
+def join_processes(
+    apps, ps: dict[int, PsEntry], on_slice: dict[tuple[str, int], str] | None = None
+) -> list[GpuProcess]:
     """GPU processes with owners and full command lines from ps.
 
     A PID that ps cannot see (a process in another PID namespace, e.g. a container) keeps
-    ``user=None``: its owner is unknown, and we do not guess.
+    ``user=None``: its owner is unknown, and we do not guess. ``on_slice`` (from mig_slices)
+    puts a process on the MIG slice it runs on: (GPU UUID, pid) -> the slice's UUID.
     """
+    on_slice = on_slice or {}
     processes = []
     for uuid, pid, memory, name in apps:
         entry = ps.get(pid) if pid is not None else None
         processes.append(
             GpuProcess(
-                gpu_uuid=uuid,
+                gpu_uuid=on_slice.get((uuid, pid), uuid),
                 pid=pid,
                 user=entry.user if entry else None,
                 command=entry.command if entry and entry.command else name,
@@ -177,6 +197,164 @@ def join_processes(apps, ps: dict[int, PsEntry]) -> list[GpuProcess]:
             )
         )
     return processes
+
+
+# --- MIG -------------------------------------------------------------------------------------
+# A MIG slice is named only by `nvidia-smi -L` (profile and MIG- UUID, under its GPU); its
+# memory, and which processes run on it, only by `nvidia-smi -q` (by MIG device number and
+# GPU/compute instance IDs). `--query-compute-apps` names the parent GPU. No output gives a
+# slice's utilisation. See tests/fixtures/nvidia-smi-mig/README.md.
+
+_LIST_GPU = re.compile(r"^GPU \d+: .*\(UUID: (?P<uuid>[^)\s]+)\)\s*$")
+# "  MIG 3g.40gb     Device  0: (UUID: MIG-...)"; drivers before R470 print MIG-GPU-.../1/0.
+_LIST_MIG = re.compile(
+    r"^\s+MIG (?P<profile>\S+)\s+Device\s+(?P<index>\d+): \(UUID: (?P<uuid>[^)\s]+)\)\s*$"
+)
+
+
+def parse_mig_list(text: str) -> dict[str, list[tuple[int, str, str]]]:
+    """GPU UUID -> its MIG devices as (MIG device number, profile, MIG UUID), from
+    ``nvidia-smi -L``. A GPU without MIG devices has an empty list."""
+    listing: dict[str, list[tuple[int, str, str]]] = {}
+    gpu = None
+    for line in text.splitlines():
+        if found := _LIST_GPU.match(line):
+            gpu = listing.setdefault(found["uuid"], [])
+        elif found := _LIST_MIG.match(line):
+            if gpu is None:
+                raise ParseError(f"MIG device before any GPU: {line!r}")
+            gpu.append((int(found["index"]), found["profile"], found["uuid"]))
+        elif line.strip():
+            raise ParseError(f"not an nvidia-smi -L line: {line!r}")
+    return listing
+
+
+@dataclass
+class QueryReport:
+    """What ``nvidia-smi -q`` says about MIG, per GPU UUID: each MIG device's
+    {"gpu_instance", "compute_instance", "memory_total_mib", "memory_used_mib"} by its
+    number, and each process's (GPU instance, compute instance) by pid."""
+
+    mig_devices: dict[str, dict[int, dict]] = field(default_factory=dict)
+    processes: dict[str, dict[int, tuple[int | None, int | None]]] = field(default_factory=dict)
+
+
+def parse_query_report(text: str) -> QueryReport:
+    """The MIG parts of ``nvidia-smi -q``: its "key : value" lines, nested by indentation
+    under titles ("GPU 00000000:00:09.0", "MIG Device", "Shared FB Memory Usage",
+    "Processes"). A GPU's UUID comes after its MIG devices, so each GPU is read whole."""
+    report = QueryReport()
+    for gpu in _gpu_blocks(text):
+        uuid = gpu.pop("uuid", None)
+        if uuid is None:
+            raise ParseError("a GPU of nvidia-smi -q without a GPU UUID")
+        report.mig_devices[uuid] = gpu["mig"]
+        report.processes[uuid] = gpu["processes"]
+    return report
+
+
+def _gpu_blocks(text: str) -> list[dict]:
+    blocks: list[dict] = []
+    titles: list[tuple[int, str]] = []  # the titles the current line is under
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        while titles and titles[-1][0] >= indent:
+            titles.pop()
+        key, sep, value = line.strip().partition(" : ")
+        key = key.strip()
+        if not sep:
+            titles.append((indent, key))
+            _open(blocks, [t for _, t in titles])
+        elif blocks and titles and titles[0][1] == blocks[-1]["title"]:
+            _read(blocks[-1], [t for _, t in titles[1:]], key, value.strip())
+    return blocks
+
+
+def _open(blocks: list[dict], path: list[str]) -> None:
+    """A title opens a GPU (at the top) or one of its MIG devices."""
+    if len(path) == 1 and re.match(r"^GPU [0-9A-Fa-f]+:[0-9A-Fa-f]+:", path[0]):
+        blocks.append({"title": path[0], "mig": {}, "processes": {}, "device": None})
+    elif blocks and path[1:] == ["MIG Device"] and path[0] == blocks[-1]["title"]:
+        blocks[-1]["device"] = {}
+
+
+def _read(gpu: dict, path: list[str], key: str, value: str) -> None:
+    if not path and key == "GPU UUID":
+        gpu["uuid"] = value
+    elif path and path[0] == "MIG Device" and gpu["device"] is not None:
+        _read_mig_device(gpu, path[1:], key, value)
+    elif path == ["Processes"]:
+        _read_process(gpu, key, value)
+
+
+def _read_mig_device(gpu: dict, path: list[str], key: str, value: str) -> None:
+    device = gpu["device"]
+    if not path and key == "Index":
+        gpu["mig"][_number(value)] = device
+    elif not path and key in ("GPU Instance ID", "Compute Instance ID"):
+        device["gpu_instance" if key.startswith("GPU") else "compute_instance"] = _number(value)
+    elif path and path[0].endswith("FB Memory Usage") and key in ("Total", "Used"):
+        device[f"memory_{key.lower()}_mib"] = _mebibytes(value)
+
+
+def _read_process(gpu: dict, key: str, value: str) -> None:
+    """Each process is "GPU instance ID", "Compute instance ID", "Process ID", then its
+    type, name and memory (read from --query-compute-apps, not here)."""
+    if key == "GPU instance ID":
+        gpu["instance"] = (_number(value), None)
+    elif key == "Compute instance ID" and "instance" in gpu:
+        gpu["instance"] = (gpu["instance"][0], _number(value))
+    elif key == "Process ID" and "instance" in gpu and (pid := _number(value)) is not None:
+        gpu["processes"][pid] = gpu.pop("instance")
+
+
+def _mebibytes(value: str) -> int | None:
+    """'40448 MiB' -> 40448."""
+    number, _, unit = value.partition(" ")
+    if unit not in ("MiB", ""):
+        raise ParseError(f"not a size in MiB: {value!r}")
+    return _number(number)
+
+
+def mig_slices(
+    gpus: list[GpuSample], listing: dict, report: QueryReport | None
+) -> tuple[list[GpuSample], dict[tuple[str, int], str]]:
+    """The MIG slices of ``gpus`` as samples (memory from ``report``, when there is one;
+    no utilisation, temperature or power: nvidia-smi gives none per slice), and
+    (GPU UUID, pid) -> slice UUID for the processes ``report`` puts on a slice."""
+    slices, on_slice = [], {}
+    report = report or QueryReport()
+    for gpu in gpus:
+        devices = report.mig_devices.get(gpu.uuid, {})
+        by_instances = {}
+        for number, profile, uuid in listing.get(gpu.uuid, []):
+            device = devices.get(number, {})
+            slices.append(_slice(gpu, number, profile, uuid, device))
+            if device.get("gpu_instance") is not None:
+                by_instances[device["gpu_instance"], device.get("compute_instance")] = uuid
+        for pid, instances in report.processes.get(gpu.uuid, {}).items():
+            if instances in by_instances:
+                on_slice[gpu.uuid, pid] = by_instances[instances]
+    return slices, on_slice
+
+
+def _slice(gpu: GpuSample, number: int, profile: str, uuid: str, device: dict) -> GpuSample:
+    return GpuSample(
+        index=gpu.index,
+        uuid=uuid,
+        name=gpu.name,
+        memory_total_mib=device.get("memory_total_mib"),
+        memory_used_mib=device.get("memory_used_mib"),
+        utilization_gpu=None,
+        utilization_memory=None,
+        temperature_c=None,
+        power_w=None,
+        parent_uuid=gpu.uuid,
+        mig_profile=profile,
+        mig_index=number,
+    )
 
 
 def parse_cpu_utilization(first: str, second: str) -> float | None:

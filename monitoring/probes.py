@@ -14,7 +14,8 @@ from .transport import CommandTimeout, HostKey, TransportError
 # The nvidia-smi fields the probe asks (monitoring/scripts/sample.sh), in the order the
 # parsers read them: assigned before the script, quoted (though they are plain names).
 _FIELDS = (
-    f"gpu_fields={shlex.quote(','.join(parsers.GPU_QUERY_FIELDS))}\n"
+    f"gpu_fields={shlex.quote(','.join(parsers.PROBE_GPU_FIELDS))}\n"
+    f"old_gpu_fields={shlex.quote(','.join(parsers.GPU_QUERY_FIELDS))}\n"
     f"app_fields={shlex.quote(','.join(parsers.APP_QUERY_FIELDS))}\n"
 )
 # One probe in one round trip: `sh -c PROBE_SCRIPT probe VERSIONS TIMEOUT PATH...`.
@@ -36,6 +37,8 @@ class ProbeResult:
     status: str
     error: str | None = None
     gpus: list[parsers.GpuSample] | None = None
+    # The MIG slices of the GPUs (none where no GPU is in MIG mode; None: could not tell).
+    slices: list[parsers.GpuSample] | None = None
     processes: list[parsers.GpuProcess] = field(default_factory=list)
     cpu: dict = field(default_factory=dict)
     disks: list[parsers.DiskUsage] = field(default_factory=list)
@@ -51,6 +54,7 @@ class ProbeResult:
             "reachable": self.reachable,
             "error": self.error,
             "gpus": [g.as_dict() for g in self.gpus or []],
+            "slices": [s.as_dict() for s in self.slices or []],
             "processes": [p.as_dict() for p in self.processes],
             "cpu": {
                 "utilization": self.cpu.get("utilization"),
@@ -85,9 +89,10 @@ CONTAINER_INSPECTION_SECONDS = 2 * (3 + 1)
 
 
 def probe_timeout() -> float:
-    """How long one probe may take: up to four nvidia-smi calls may each run up to the
-    timeout, plus their kill grace, and the container inspections theirs."""
-    return 4 * settings.NVIDIA_SMI_TIMEOUT + 10 + CONTAINER_INSPECTION_SECONDS
+    """How long one probe may take: up to six nvidia-smi calls (GPUs, processes, the MIG
+    list and report, versions twice) may each run up to the timeout, plus their kill grace,
+    and the container inspections theirs."""
+    return 6 * settings.NVIDIA_SMI_TIMEOUT + 10 + CONTAINER_INSPECTION_SECONDS
 
 
 def wants_versions(host: Host, force: bool = False) -> bool:
@@ -156,10 +161,13 @@ def _sections(output: str) -> dict[str, tuple[str, str]]:
 def _interpret(host_name: str, sections: dict, smi_timeout: float) -> ProbeResult:
     result = ProbeResult(host_name, True, Host.Status.UP, cpu=_cpu(sections))
     result.disks = parsers.parse_disks(sections.get("disks", ("", ""))[1])
-    rc, text = sections.get("gpus", ("", ""))
+    arg, text = sections.get("gpus", ("", ""))
+    # The fields answered; probes from before the MIG mode was asked name none.
+    rc, _, fields = arg.partition(" ")
     if rc == "0":
-        result.gpus = parsers.parse_gpu_query(text)
-        result.processes = _processes(sections)
+        result.gpus = parsers.parse_gpu_query(text, fields.split(",") if fields else None)
+        result.slices, on_slice = _slices(result.gpus, sections)
+        result.processes = _processes(sections, on_slice)
         versions = parsers.parse_driver_versions(sections.get("driver", ("", ""))[1])
         result.driver_version, result.cuda_version = versions
     elif rc == "127":
@@ -174,13 +182,26 @@ def _interpret(host_name: str, sections: dict, smi_timeout: float) -> ProbeResul
     return result
 
 
-def _processes(sections: dict) -> list[parsers.GpuProcess]:
+def _slices(gpus: list[parsers.GpuSample], sections: dict) -> tuple[list | None, dict]:
+    """The MIG slices (none when no GPU is in MIG mode; None when nvidia-smi -L failed, so
+    nothing is known of them), and the processes the -q report puts on a slice."""
+    if not any(gpu.mig_enabled for gpu in gpus):
+        return [], {}
+    rc, text = sections.get("mig-list", ("", ""))
+    if rc != "0":
+        return None, {}
+    rc, report = sections.get("mig-query", ("", ""))
+    query = parsers.parse_query_report(report) if rc == "0" else None
+    return parsers.mig_slices(gpus, parsers.parse_mig_list(text), query)
+
+
+def _processes(sections: dict, on_slice: dict) -> list[parsers.GpuProcess]:
     rc, text = sections.get("apps", ("", ""))
     if rc != "0":
         return []
     apps = parsers.parse_app_query(text)
     ps = parsers.parse_ps(sections.get("ps", ("", ""))[1])
-    return _in_containers(parsers.join_processes(apps, ps), ps, sections)
+    return _in_containers(parsers.join_processes(apps, ps, on_slice), ps, sections)
 
 
 def _in_containers(processes, ps: dict, sections: dict) -> list[parsers.GpuProcess]:

@@ -155,8 +155,11 @@ def find_intrusions(host: Host, level: str, at) -> list[Intrusion]:
         command = process.get("command") or ""
         if config.is_allowed(unix, command, rules):
             continue
-        reservation, since = slots.get(device.pk, (None, None))
-        if reservation is None and (level != config.STRICT or unix in tasks.get(device.pk, ())):
+        # A booking of a GPU guards its MIG slices. A process the driver could not put on
+        # a slice stays on the GPU, where a booking of one slice does not reach it.
+        reservation, since = slots.get(device.pk) or slots.get(device.parent_id) or (None, None)
+        owned = tasks.get(device.pk, set()) | tasks.get(device.parent_id, set())
+        if reservation is None and (level != config.STRICT or unix in owned):
             continue
         if reservation and unix is not None and unix == names.of(reservation.owner):
             continue

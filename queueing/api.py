@@ -14,7 +14,7 @@ from allocation.placement import Request
 from core.ids import IdField
 from core.pagination import LinkHeaderPagination, paged
 from jobs.api import literal_values
-from monitoring.models import Device, Host
+from monitoring.models import Device, Host, mig_profile_validator
 
 from . import services
 from .models import QueuedJob, QueuedTask, QueueRun
@@ -38,6 +38,7 @@ class QueuedTaskSerializer(serializers.ModelSerializer):
             "host",
             "gpu_model",
             "min_memory_mib",
+            "mig_profile",
         ]
 
 
@@ -107,6 +108,7 @@ def task_request(row: dict) -> services.TaskRequest:
         host=row.get("host"),
         gpu_model=row.get("gpu_model", ""),
         min_memory_mib=row.get("min_memory_mib"),
+        mig_profile=row.get("mig_profile", ""),
         parameters=row.get("parameters", {}),
         env=row.get("env", {}),
     )
@@ -183,6 +185,10 @@ class GpuUsabilitySerializer(serializers.Serializer):
     index = serializers.IntegerField()
     model = serializers.CharField()
     memory_total_mib = serializers.IntegerField(allow_null=True)
+    mig_profile = serializers.CharField(help_text="A MIG slice's profile ('' for a GPU).")
+    mig_index = serializers.IntegerField(
+        allow_null=True, help_text="A MIG slice's number on its GPU (null for a GPU)."
+    )
     usable = serializers.BooleanField(help_text="You may start work on it now.")
     reasons = ReasonSerializer(many=True, help_text="Why not (empty when usable).")
 
@@ -194,6 +200,8 @@ def usability_row(device: Device, reasons) -> dict:
         "index": device.index,
         "model": device.name,
         "memory_total_mib": device.memory_total_mib,
+        "mig_profile": device.mig_profile,
+        "mig_index": device.mig_index,
         "usable": not reasons,
         "reasons": [r.as_dict() for r in reasons],
     }
@@ -220,6 +228,14 @@ class PlacementRequestSerializer(serializers.Serializer):
     min_memory_mib = serializers.IntegerField(
         required=False, allow_null=True, default=None, min_value=1
     )
+    mig_profile = serializers.CharField(
+        required=False,
+        default="",
+        allow_blank=True,
+        max_length=32,
+        validators=[mig_profile_validator],
+        help_text="MIG slices of this profile, e.g. 1g.10gb, instead of GPUs.",
+    )
 
     def request(self) -> Request:
         data = self.validated_data
@@ -232,6 +248,7 @@ class PlacementRequestSerializer(serializers.Serializer):
             host_id=host.pk if host else None,
             model=data["model"],
             min_memory_mib=data["min_memory_mib"],
+            mig_profile=data["mig_profile"],
         )
 
 

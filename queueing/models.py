@@ -19,7 +19,7 @@ from django.utils import timezone
 from allocation import placement
 from allocation.holders import QUEUE_RUN, Holding
 from jobs.models import Job
-from monitoring.models import Device, Host
+from monitoring.models import Device, Host, mig_profile_validator
 
 
 class QueueQuota(models.Model):
@@ -130,6 +130,12 @@ class QueuedTask(models.Model):
         max_length=100, blank=True, help_text="Only GPUs whose model contains this, e.g. A100."
     )
     min_memory_mib = models.PositiveIntegerField(null=True, blank=True)
+    mig_profile = models.CharField(
+        max_length=32,
+        blank=True,
+        validators=[mig_profile_validator],
+        help_text="Only MIG slices of this profile, e.g. 1g.10gb (empty: whole GPUs).",
+    )
 
     class Meta:
         ordering = ["queued_job", "id"]
@@ -138,14 +144,17 @@ class QueuedTask(models.Model):
         return f"{self.queued_job} task {self.pk}"
 
     def describe(self) -> str:
-        """E.g. '4 GPUs on one host (model A100, at least 40000 MiB)' or 'node-1:0, node-1:1'."""
+        """E.g. '4 GPUs on one host (model A100, at least 40000 MiB)', '1 MIG 1g.10gb slice
+        on any hosts' or 'node-1:0, node-1:1'."""
         if self.kind == self.Kind.DEVICES:
             return ", ".join(str(d) for d in self.devices.all())
         where = f"on {self.host}" if self.host else self.get_kind_display().split(" ", 2)[2]
         limits = [f"model {self.gpu_model}"] if self.gpu_model else []
         if self.min_memory_mib:
             limits.append(f"at least {self.min_memory_mib} MiB")
-        text = f"{self.gpu_count} GPU{'s' if self.gpu_count != 1 else ''} {where}"
+        plural = "s" if self.gpu_count != 1 else ""
+        what = f"MIG {self.mig_profile} slice{plural}" if self.mig_profile else f"GPU{plural}"
+        text = f"{self.gpu_count} {what} {where}"
         return f"{text} ({', '.join(limits)})" if limits else text
 
 

@@ -281,13 +281,21 @@ def request_of(task: QueuedTask) -> Request:
         host_id=task.host_id,
         model=task.gpu_model,
         min_memory_mib=task.min_memory_mib,
+        mig_profile=task.mig_profile,
     )
 
 
 def slot_of(gpu, preempts=None) -> Slot:
     device = gpu.device
     return Slot(
-        device.pk, device.host_id, device.index, device.name, device.memory_total_mib, preempts
+        device.pk,
+        device.host_id,
+        device.index,
+        device.name,
+        device.memory_total_mib,
+        preempts,
+        mig_profile=device.mig_profile,
+        partitioned=device.mig_enabled,
     )
 
 
@@ -314,6 +322,12 @@ class Round:
                 slots[pk] = slot_of(gpu, gpu.opportunistic_run)
         return slots
 
+    def take(self, slot: Slot, queued: QueuedJob) -> None:
+        """The slot goes to ``queued``: so does, this round, what shares its hardware (a GPU
+        and its MIG slices)."""
+        for pk in self.cluster.sharing_with(slot.device_id):
+            self.taken.setdefault(pk, str(queued))
+
     def consider(self, queued: QueuedJob) -> None:
         requests = [request_of(t) for t in queued.tasks.all()]
         need = sum(r.size for r in requests)
@@ -336,7 +350,7 @@ class Round:
 
     def hold(self, queued: QueuedJob, placed: list[list[Slot]], need: int) -> None:
         for slot in (s for slots in placed for s in slots):
-            self.taken[slot.device_id] = str(queued)
+            self.take(slot, queued)
         if not queued.opportunistic:
             self.used[queued.group_id] = self.used.get(queued.group_id, 0) + need
 
@@ -349,7 +363,7 @@ class Round:
         chosen = [s for slots in placed for s in slots]
         runs = {s.preempts for s in chosen if s.preempts is not None}
         for slot in chosen:  # kept for this job: nobody behind it takes them meanwhile
-            self.taken[slot.device_id] = str(queued)
+            self.take(slot, queued)
         names = ", ".join(
             gpu_name(self.cluster.gpus[s.device_id].device)
             for s in chosen
@@ -451,7 +465,9 @@ def request_free_at(state: Round, owner, request: Request) -> datetime | None:
 
 def _label(request: Request, free: bool = False) -> str:
     """E.g. '4 free GPUs of model A100 with 40000 MiB'."""
-    text = f"{request.count} {'free ' if free else ''}GPU{'s' if request.count != 1 else ''}"
+    plural = "s" if request.count != 1 else ""
+    what = f"MIG {request.mig_profile} slice{plural}" if request.mig_profile else f"GPU{plural}"
+    text = f"{request.count} {'free ' if free else ''}{what}"
     if request.model:
         text += f" of model {request.model}"
     if request.min_memory_mib:

@@ -20,7 +20,7 @@ from audit.log import record
 from core.api_errors import Conflict
 from jobs import services as job_services
 from jobs import templating
-from monitoring.models import Device, Host
+from monitoring.models import Device, Host, mig_profile_validator
 
 from . import fairshare
 from .models import QueuedJob, QueuedTask, QueueQuota, QueueRun
@@ -40,6 +40,7 @@ class TaskRequest:
     host: Host | None = None
     gpu_model: str = ""
     min_memory_mib: int | None = None
+    mig_profile: str = ""
     parameters: dict = field(default_factory=dict)
     env: dict = field(default_factory=dict)
 
@@ -62,6 +63,17 @@ def check_request(request: TaskRequest) -> None:
         raise ValidationError(f"A task asks for 1 to {MAX_GPUS_PER_TASK} GPUs.")
     if request.host is not None and request.kind != Kind.ONE_HOST:
         raise ValidationError("A host can be chosen only with 'N GPUs on one host'.")
+    if request.mig_profile:
+        check_mig_profile(request)
+
+
+def check_mig_profile(request: TaskRequest) -> None:
+    """'N MIG slices of a profile', on one host or any: named slices need no profile."""
+    if request.kind == Kind.DEVICES:
+        raise ValidationError(
+            "A MIG profile asks for a number of slices; to use given slices, name them."
+        )
+    mig_profile_validator(request.mig_profile)
 
 
 def priority_limit(user, group: Group | None) -> int:
@@ -154,6 +166,7 @@ def _add_task(queued: QueuedJob, request: TaskRequest) -> QueuedTask:
         host=request.host,
         gpu_model=request.gpu_model.strip(),
         min_memory_mib=request.min_memory_mib,
+        mig_profile="" if request.kind == Kind.DEVICES else request.mig_profile,
     )
     if request.kind == Kind.DEVICES:
         task.devices.set(request.devices)

@@ -44,7 +44,12 @@ class Reservation(models.Model):
     )
     title = models.CharField(max_length=200)
     description = models.TextField(blank=True)
-    devices = models.ManyToManyField(Device, through="ReservedDevice", related_name="reservations")
+    devices = models.ManyToManyField(
+        Device,
+        through="ReservedDevice",
+        through_fields=("reservation", "device"),
+        related_name="reservations",
+    )
     start = models.DateTimeField()
     end = models.DateTimeField()
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.CONFIRMED)
@@ -84,12 +89,24 @@ class ReservedDevice(models.Model):
     """One GPU of a reservation, with the reservation's time range copied onto it.
 
     This is the row the database keeps exclusive: an exclusion constraint (PostgreSQL) or
-    triggers (SQLite) refuse two holding rows for one device whose ranges overlap, whatever
-    code path writes them. See migration 0002.
+    triggers (SQLite) refuse two holding rows whose ranges overlap on devices that share
+    hardware (monitoring.models.sharing): one device, or a GPU and one of its MIG slices
+    (two slices of one GPU may be booked apart), whatever code path writes them. See
+    migrations 0002 and 0006.
     """
 
     reservation = models.ForeignKey(Reservation, on_delete=models.CASCADE, related_name="slots")
     device = models.ForeignKey(Device, on_delete=models.PROTECT, related_name="reserved_slots")
+    # The GPU board the device is on (its GPU, for a MIG slice; else itself), which the
+    # PostgreSQL constraint compares. Written by the database from the device (migration 0007).
+    board = models.ForeignKey(
+        Device,
+        null=True,
+        editable=False,
+        db_index=False,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
     start = models.DateTimeField()
     end = models.DateTimeField()
     holds = models.BooleanField(default=True, help_text="False once the reservation is cancelled.")

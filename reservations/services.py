@@ -16,7 +16,7 @@ from accesscontrol.coverage import check_access, local_text
 from accesscontrol.permissions import managed_hosts
 from audit.log import record
 from core.api_errors import Conflict
-from monitoring.models import Device, Host
+from monitoring.models import Device, Host, sharing
 
 from .models import Reservation, ReservedDevice
 
@@ -78,9 +78,11 @@ def check_devices(owner, devices: list[Device], start: datetime, end: datetime) 
 
 
 def conflict_message(devices: list[Device], start: datetime, end: datetime, exclude=None) -> str:
+    # A booking of a GPU holds its MIG slices, and a slice's booking part of its GPU.
+    shared = {d.pk for family in sharing(d.pk for d in devices).values() for d in family}
     clash = (
         ReservedDevice.objects.holding(start, end)
-        .filter(device__in=devices)
+        .filter(device__in=shared)
         .exclude(reservation=exclude)
         .select_related("device__host", "reservation__owner")
         .first()

@@ -5,8 +5,10 @@ HIVE_REQUIRE_INTEGRATION=1 (set by .ci/run) those skips become failures.
 """
 
 import contextlib
+import csv
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import socket
@@ -15,6 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from monitoring import parsers
 
 SSHD = "/usr/sbin/sshd"
 FAKE_BIN = Path(__file__).parent / "fake_bin"
@@ -128,19 +132,75 @@ class FakeGpus:
     """Writes what the fake nvidia-smi prints for one host address."""
 
     def __init__(self, root: Path, address: str):
+        """A plain host: what an earlier test left there (a MIG layout, an old driver) goes."""
         self.dir = root / address
         self.dir.mkdir(parents=True, exist_ok=True)
         self.set_mode("normal")
         self.set_processes([])
+        for name in ("list.txt", "query.txt", "pre-mig"):
+            (self.dir / name).unlink(missing_ok=True)
 
     def set_mode(self, mode: str) -> None:
         (self.dir / "mode").write_text(mode)
 
     def set_gpus(self, rows: list[str]) -> None:
-        (self.dir / "query-gpu.csv").write_text("".join(r + "\n" for r in rows))
+        """Rows of the readings the tests give (parsers.GPU_QUERY_FIELDS), printed as
+        nvidia-smi answers the probe's fields: with ``[N/A]`` for the MIG mode before the
+        name, as GPUs without MIG (the tests' T4s, A100s outside MIG mode aside) print it."""
+        lines = []
+        for row in rows:
+            *readings, name = row.split(",", len(parsers.GPU_QUERY_FIELDS) - 1)
+            lines.append(",".join([*readings, " [N/A]", name]) + "\n")
+        self.write("query-gpu.csv", "".join(lines))
+
+    def set_probe_rows(self, rows: list[str]) -> None:
+        """Rows with every field the probe asks (parsers.PROBE_GPU_FIELDS), as given."""
+        self.write("query-gpu.csv", "".join(r + "\n" for r in rows))
 
     def set_processes(self, rows: list[str]) -> None:
-        (self.dir / "query-compute-apps.csv").write_text("".join(r + "\n" for r in rows))
+        self.write("query-compute-apps.csv", "".join(r + "\n" for r in rows))
+
+    def write(self, name: str, text: str) -> None:
+        (self.dir / name).write_text(text)
+
+    def use_capture(self, folder: Path, pids: dict[int, int] | None = None) -> None:
+        """Print a real MIG machine's outputs (tests/fixtures/nvidia-smi-mig/<folder>): its
+        -L and -q as they are, and its --query-gpu and --query-compute-apps answers in the
+        probe's fields and format. ``pids`` replaces the capture's pids (processes of that
+        machine) by real ones of this machine, for ps to find."""
+        pids = pids or {}
+        self.write("list.txt", (folder / "list.txt").read_text())
+        report = (folder / "query-load.txt").read_text()
+        for old, new in pids.items():
+            report = re.sub(rf"(Process ID +: ){old}$", rf"\g<1>{new}", report, flags=re.M)
+        self.write("query.txt", report)
+        gpus = capture_rows(folder / "query-gpu-load.csv", parsers.PROBE_GPU_FIELDS)
+        self.set_probe_rows(gpus)
+        fields = ["gpu_uuid", "pid", "used_gpu_memory", "process_name"]
+        apps = [a.split(", ", 3) for a in capture_rows(folder / "compute-apps-load.csv", fields)]
+        self.set_processes(
+            [", ".join([u, str(pids.get(int(p), p)), *rest]) for u, p, *rest in apps]
+        )
+
+
+def capture_rows(path: Path, fields: list[str]) -> list[str]:
+    """The rows of a captured ``--format=csv`` answer (header, then values with units) as
+    ``--format=csv,noheader,nounits`` prints ``fields`` of them."""
+    header, *rows = list(csv.reader(path.read_text().splitlines(), skipinitialspace=True))
+    columns = [name.split(" [")[0] for name in header]  # "memory.used [MiB]" -> memory.used
+    answers = []
+    for row in rows:
+        values = dict(zip(columns, row, strict=True))
+        answers.append(", ".join(_no_unit(values[f]) for f in fields))
+    return answers
+
+
+def _no_unit(value: str) -> str:
+    """'81559 MiB' -> '81559', '433.78 W' -> '433.78'; other values as they are."""
+    number, _, unit = value.partition(" ")
+    return (
+        number if unit in ("MiB", "W", "%", "MHz") and number.replace(".", "").isdigit() else value
+    )
 
 
 def sshd_available() -> bool:

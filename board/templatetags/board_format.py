@@ -21,7 +21,7 @@ def short_gib(mib) -> str:
 TILE = (
     '<article class="gpu-tile {colour}" id="gpu-{id}" data-model="{model}" data-state="{state}"'
     ' data-total="{total}"{flags}>'
-    '<a class="gt-name" href="{url}#gpu-{index}">{host}:{index}</a> '
+    '<a class="gt-name" href="{url}#gpu-{index}">{host}:{name}</a> '
     '<span class="gt-model">{model}</span>'
     '<div class="gt-bars" aria-hidden="true"><i class="gt-util" style="width:{util}%"></i>'
     '<i class="gt-mem" style="width:{mem}%"></i></div>'
@@ -35,7 +35,7 @@ INTRUDER = '<p class="gt-intruder"><span aria-hidden="true">! </span>intruder: {
 def gpu_tile(g: dict, row) -> str:
     """One tile of the board. A tag rather than template markup: 800 tiles of template
     variables took most of the page's server time; this builds the same HTML escaped."""
-    flags = "".join(f' data-{name}="1"' for name in ("mine", "free", "lost") if g[name])
+    flags = "".join(f' data-{name}="1"' for name in ("mine", "free", "lost", "slice") if g[name])
     if g["lost"]:
         figures = format_html("GPU lost: not seen since {}", when(g["last_seen"]))
     else:
@@ -49,6 +49,7 @@ def gpu_tile(g: dict, row) -> str:
         flags=mark_safe(flags),  # noqa: S308 - only our constant attribute names
         url=row.url,
         index=g["index"],
+        name=g["name"],
         host=row.host.name,
         util=g["util_width"],
         mem=g["mem_width"],
@@ -63,7 +64,7 @@ def gpu_tile(g: dict, row) -> str:
 CELL = (
     '<button type="button" class="dc {colour}{marks}" id="gpu-{id}" data-model="{model}" '
     'data-state="{state}" data-index="{index}" data-total="{total}"{flags} '
-    'style="--u:{util};--m:{mem}" aria-label="{label}">{index}{glyph}</button>'
+    'style="--u:{util};--m:{mem}" aria-label="{label}">{name}{glyph}</button>'
 )
 
 
@@ -72,8 +73,9 @@ def gpu_cell(g: dict, row) -> str:
     """One GPU of the dense board: a focusable cell whose colour is its state, whose fill is
     its utilisation (height) and memory (bottom bar), and whose label says it all in words
     (shown on hover and focus, read out, and written in the detail row by board.js).
-    Intruders and lost GPUs also carry a glyph and a pattern: colour is not the only sign."""
-    flags = "".join(f' data-{name}="1"' for name in ("mine", "free", "lost") if g[name])
+    Intruders and lost GPUs also carry a glyph and a pattern: colour is not the only sign.
+    A MIG slice's cell follows its GPU's, named as on the tiles ("0.2")."""
+    flags = "".join(f' data-{name}="1"' for name in ("mine", "free", "lost", "slice") if g[name])
     if g["intruder"]:
         flags += format_html(' data-intruder="{}"', g["intruder"])
     marks = (" dc-intruder" if g["intruder"] else "") + (" dc-lost" if g["lost"] else "")
@@ -86,6 +88,7 @@ def gpu_cell(g: dict, row) -> str:
         model=g["model"],
         state=g["booking"].state,
         index=g["index"],
+        name=g["name"],
         total=g["memory_total"] or "",
         flags=mark_safe(flags),  # noqa: S308 - our constant names, the value escaped above
         util=g["util_width"],
@@ -102,7 +105,7 @@ def cell_label(g: dict, row) -> str:
         figures = f"GPU lost: not seen since {when(g['last_seen'])}"
     else:
         figures = g["figures"] if row.up else "no data: host down"
-    parts = [f"{row.host.name}:{g['index']} {g['model']}", figures, g["users"], g["state_text"]]
+    parts = [f"{row.host.name}:{g['name']} {g['model']}", figures, g["users"], g["state_text"]]
     if g["intruder"]:
         parts.append(f"INTRUDER: {g['intruder']}")
     return " · ".join(parts)

@@ -1,5 +1,6 @@
 """The lab as the API shows it: GPUs with their use, users and bookings; GPU names to ids."""
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -26,6 +27,9 @@ class Gpu:
     # and if not, why ({"code", "device", "detail"}; see GET /api/placement/).
     usable: bool = False
     reasons: list[dict] = field(default_factory=list)
+    # A MIG slice of GPU ``index``: its number there and its profile (a GPU: None, "").
+    mig_index: int | None = None
+    mig_profile: str = ""
 
     @classmethod
     def chosen(cls, row: dict) -> "Gpu":
@@ -40,11 +44,14 @@ class Gpu:
             memory_total_mib=row["memory_total_mib"],
             latest=None,
             usable=True,
+            mig_index=row.get("mig_index"),
+            mig_profile=row.get("mig_profile") or "",
         )
 
     @property
     def name(self) -> str:
-        return f"{self.host}:{self.index}"
+        """node-1:0 for a GPU, node-1:0.2 for MIG slice 2 of GPU 0."""
+        return f"{self.host}:{label(vars(self))}"
 
     @property
     def users(self) -> list[str]:
@@ -58,6 +65,7 @@ class Gpu:
             "host": self.host,
             "index": self.index,
             "model": self.model,
+            "mig_profile": self.mig_profile,
             "host_status": self.host_status,
             "present": self.present,
             "utilization_gpu": latest.get("utilization_gpu"),
@@ -93,7 +101,9 @@ def gpus(api: Api, host: str = "") -> list[Gpu]:
     for row in api.get("placement/"):
         if row["id"] in by_id:
             by_id[row["id"]].usable, by_id[row["id"]].reasons = row["usable"], row["reasons"]
-    return sorted(found, key=lambda g: (g.host, g.index))
+    return sorted(
+        found, key=lambda g: (g.host, g.index, -1 if g.mig_index is None else g.mig_index)
+    )
 
 
 def _gpu(device: dict, host_status: str) -> Gpu:
@@ -106,6 +116,8 @@ def _gpu(device: dict, host_status: str) -> Gpu:
         host_status=host_status,
         memory_total_mib=device.get("memory_total_mib"),
         latest=device.get("latest"),
+        mig_index=device.get("mig_index"),
+        mig_profile=device.get("mig_profile") or "",
     )
 
 
@@ -129,18 +141,30 @@ def _booking(r: dict) -> dict:
     return {k: r[k] for k in keys}
 
 
-def parse_gpus(specs: tuple[str, ...] | list[str]) -> list[tuple[str, list[int] | None]]:
-    """`node-1:0,1` -> [("node-1", [0, 1])]; `node-2` (all its GPUs) -> [("node-2", None)]."""
+def label(device: dict) -> str:
+    """A device's name on its host: "0" for GPU 0, "0.2" for MIG slice 2 of GPU 0."""
+    if device.get("mig_index") is None:
+        return str(device["index"])
+    return f"{device['index']}.{device['mig_index']}"
+
+
+def parse_gpus(specs: tuple[str, ...] | list[str]) -> list[tuple[str, list[str] | None]]:
+    """`node-1:0,1` -> [("node-1", ["0", "1"])]; `node-1:0.2` (MIG slice 2 of GPU 0) ->
+    [("node-1", ["0.2"])]; `node-2` (all its GPUs) -> [("node-2", None)]."""
     wanted = []
     for spec in (part for text in specs for part in text.replace(";", " ").split()):
         host, _, indexes = spec.partition(":")
         if not host:
             raise HiveError(f"{spec!r}: write GPUs as HOST:INDEX[,INDEX...], e.g. node-1:0,1.")
-        try:
-            numbers = [int(i) for i in indexes.split(",") if i.strip()] if indexes else None
-        except ValueError:
-            raise HiveError(f"{spec!r}: GPU indexes are numbers, e.g. node-1:0,1.") from None
-        wanted.append((host, numbers))
+        names = [i.strip() for i in indexes.split(",") if i.strip()] if indexes else None
+        if names and not all(re.fullmatch(r"\d+(\.\d+)?", name) for name in names):
+            raise HiveError(
+                f"{spec!r}: GPU indexes are numbers, e.g. node-1:0,1 (a MIG slice: node-1:0.2)."
+            )
+        # "01" names GPU 1, as it did when indexes were read as numbers
+        wanted.append(
+            (host, names and [".".join(str(int(p)) for p in n.split(".")) for n in names])
+        )
     if not wanted:
         raise HiveError("Name the GPUs, e.g. --gpus node-1:0,1.")
     return wanted
@@ -151,17 +175,18 @@ def resolve_gpus(api: Api, specs) -> list[dict]:
     known = [d for d in devices(api) if d.get("status") == "present"]
     chosen = []
     for host, indexes in parse_gpus(specs):
-        on_host = {d["index"]: d for d in known if d["host"] == host}
+        on_host = {label(d): d for d in known if d["host"] == host}
         if not on_host:
             hosts = ", ".join(sorted({d["host"] for d in known})) or "none"
             raise HiveError(f"No GPUs on a host named {host!r}; hosts: {hosts}.")
-        for index in indexes if indexes is not None else sorted(on_host):
+        gpus = [name for name, d in on_host.items() if d.get("mig_index") is None]
+        for index in indexes if indexes is not None else sorted(gpus, key=int):
             if index not in on_host:
-                have = ", ".join(str(i) for i in sorted(on_host))
+                have = ", ".join(sorted(on_host, key=lambda n: [int(p) for p in n.split(".")]))
                 raise HiveError(f"{host} has no GPU {index} (it has {have}).")
             chosen.append(on_host[index])
     return chosen
 
 
 def device_names(api: Api) -> dict[int, str]:
-    return {d["id"]: f"{d['host']}:{d['index']}" for d in devices(api)}
+    return {d["id"]: f"{d['host']}:{label(d)}" for d in devices(api)}

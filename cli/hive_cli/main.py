@@ -175,7 +175,7 @@ def reserve(gpus, start, end, title, description, as_json):
     if as_json:
         print_json(booking)
         return
-    names = ", ".join(f"{d['host']}:{d['index']}" for d in devices)
+    names = ", ".join(f"{d['host']}:{lab.label(d)}" for d in devices)
     pending = " (awaiting an admin's approval)" if booking["status"] == "pending" else ""
     click.echo(
         f"Reserved #{booking['id']} {title!r}: {names}, "

@@ -2,8 +2,12 @@
 # Included by probe.sh and probe-session.sh: `sample VERSIONS TIMEOUT PATH...`, the body of
 # every probe. No values are pasted in: whether to ask for versions arrives as 1 or 0, the
 # timeout and the disk paths to measure as arguments; the fields asked of nvidia-smi are
-# $gpu_fields and $app_fields, which monitoring/probes.py assigns before the script from
-# monitoring/parsers.py, where the answers are read by them. Sections start with "@@".
+# $gpu_fields (else $old_gpu_fields: drivers before R450 refuse the MIG mode field) and
+# $app_fields, which monitoring/probes.py assigns before the script from
+# monitoring/parsers.py, where the answers are read by them; the "@@gpus" line names the
+# fields the answer has. Sections start with "@@".
+# Only where a GPU is in MIG mode, `nvidia-smi -L` (the slices' profiles and UUIDs) and
+# `nvidia-smi -q` (their memory, and which slice each process runs on) are asked too.
 # `timeout -k` kills a hung nvidia-smi on the host itself, so no zombie query piles up.
 # Driver and CUDA versions come from `nvidia-smi --version` (drivers since about R525), else
 # from the header of `-q -d COMPUTE` (older drivers refuse --version; the COMPUTE section
@@ -23,12 +27,16 @@ cpuinfo() {
 grep -c '^processor' /proc/cpuinfo
 grep -m1 -E '^(model name|Hardware|Processor|cpu model)[[:space:]]*:' /proc/cpuinfo
 }
-# shellcheck disable=SC2154  # $gpu_fields, $app_fields: assigned before the script (see above)
+# shellcheck disable=SC2154  # $*_fields: assigned before the script (see above)
 sample() {
 V="$1"; T="$2"; shift 2
-gq=$(timeout -k 2 "$T" nvidia-smi --query-gpu="$gpu_fields" \
---format=csv,noheader,nounits 2>&1); grc=$?
-echo "@@gpus $grc"; printf '%s\n' "$gq"
+gf=$gpu_fields
+gq=$(timeout -k 2 "$T" nvidia-smi --query-gpu="$gf" --format=csv,noheader,nounits 2>&1); grc=$?
+case $gq in *'is not a valid field to query'*)
+  gf=$old_gpu_fields
+  gq=$(timeout -k 2 "$T" nvidia-smi --query-gpu="$gf" --format=csv,noheader,nounits 2>&1); grc=$?
+esac
+echo "@@gpus $grc $gf"; printf '%s\n' "$gq"
 if [ "$grc" -eq 0 ]; then
   aq=$(timeout -k 2 "$T" nvidia-smi --query-compute-apps="$app_fields" \
 --format=csv,noheader,nounits 2>&1); arc=$?
@@ -48,6 +56,10 @@ if [ "$grc" -eq 0 ]; then
     psfmt=pid=,uid=,user:64=,args=
     ps -ww -o "$psfmt" -q "$pids" 2>/dev/null || ps -ww -o "$psfmt" -p "$pids"
   fi
+  case $gq in *', Enabled, '*)
+    ml=$(timeout -k 2 "$T" nvidia-smi -L 2>/dev/null); echo "@@mig-list $?"; printf '%s\n' "$ml"
+    mq=$(timeout -k 2 "$T" nvidia-smi -q 2>/dev/null); echo "@@mig-query $?"; printf '%s\n' "$mq"
+  esac
   [ -z "$pids" ] || containers "$pids"
   if [ "$V" = 1 ]; then
     echo "@@driver"

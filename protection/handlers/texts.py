@@ -16,7 +16,7 @@ def sanitized(text: str) -> str:
 
 def gpu_text(violation: Violation) -> str:
     device = violation.device
-    return f"GPU {device.index} of {device.host.name}"
+    return f"GPU {device.label} of {device.host.name}"
 
 
 def to_offender(violation: Violation) -> str:

@@ -18,7 +18,8 @@
       // The label board_format.cell_label wrote: "host:i model · figures · users · state[ · INTRUDER: x]".
       const parts = el.getAttribute("aria-label").split(" · ");
       const k = el.dataset.intruder ? 1 : 0;
-      tile.parts = { name: parts[0], figs: parts.slice(1, -2 - k).join(" · "), users: parts.at(-2 - k), state: parts.at(-1 - k) };
+      const lead = parts[1] === "MIG" ? 2 : 1; // a GPU in MIG mode: its model reads "H100 · MIG"
+      tile.parts = { name: parts.slice(0, lead).join(" · "), figs: parts.slice(lead, -2 - k).join(" · "), users: parts.at(-2 - k), state: parts.at(-1 - k) };
       tile.shown = { users: tile.parts.users, state: tile.parts.state };
     } else {
       tile.figs = el.querySelector(".gt-figs"); tile.users = el.querySelector(".gt-users"); tile.state = el.querySelector(".gt-state");
@@ -89,7 +90,10 @@
     const total = Number(tile.el.dataset.total) || null;
     const [, util, used, temp, power] = gpu || [];
     if (!tile.el.dataset.lost) {
-      setText(tile, "figs", up ? dash(util) + " % · " + gib(used) + "/" + gib(total) + " GiB · " + dash(temp) + " °C · " + dash(power) + " W" : "no data: host down");
+      const memory = gib(used) + "/" + gib(total) + " GiB";
+      // A MIG slice: its memory alone (nvidia-smi gives no more of it), as tiles.py writes it.
+      const figs = tile.el.dataset.slice ? memory : dash(util) + " % · " + memory + " · " + dash(temp) + " °C · " + dash(power) + " W";
+      setText(tile, "figs", up ? figs : "no data: host down");
     }
     setBar(tile, "util", up ? pct(util, 100) : 0);
     setBar(tile, "mem", up ? pct(used, total) : 0);

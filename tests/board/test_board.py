@@ -151,3 +151,76 @@ def test_a_free_gpu_the_viewer_may_not_use_is_not_called_free(
 def client_states(client, user) -> dict:
     client.force_login(user)
     return {state["device"]: state for state in client.get(STATES).json()}
+
+
+# --- MIG slices --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def split(node, owner, other_user):
+    """node-1's GPU in MIG mode (its last probe with two slices' memory); other books slice 1."""
+    ensure_default_group()
+    gpu = Device.objects.get(uuid="GPU-1")
+    gpu.mig_enabled = True
+    gpu.save()
+    slices = [
+        Device.objects.create(
+            host=node, index=0, uuid=f"MIG-{n}", name="Tesla T4", parent=gpu,
+            mig_profile="2g.8gb", mig_index=n, memory_total_mib=7680,
+        )
+        for n in range(2)
+    ]  # fmt: skip
+    node.last_snapshot = {
+        **node.last_snapshot,
+        "processes": [],
+        "slices": [{"uuid": "MIG-0", "memory_used_mib": 2048, "memory_total_mib": 7680}],
+    }
+    node.save()
+    end = timezone.now() + timedelta(hours=3)
+    create_reservation(other_user, title="t", devices=slices[1:], start=timezone.now(), end=end)
+    return gpu, slices
+
+
+def test_slices_are_shown_under_their_gpu(client, split, owner):
+    gpu, slices = split
+    html = section(board(client, owner), gpu.host)
+    tiles = html.split("<article")[1:]
+    assert [t.split('class="gt-name"')[1].split(">")[1].split("<")[0] for t in tiles] == [
+        "node-1:0",
+        "node-1:0.0",
+        "node-1:0.1",
+    ]
+    assert "T4 · MIG" in tiles[0] and "data-slice" not in tiles[0]
+    assert 'data-slice="1"' in tiles[1] and "MIG 2g.8gb" in tiles[1]
+    assert "2.0/7.5 GiB" in tiles[1] and "°C" not in tiles[1]  # a slice's memory alone
+    assert "reserved by other" in tiles[2]
+    # The GPU is not free while one of its slices is booked.
+    assert "MIG slices in use" in tiles[0] and 'data-free="1"' not in tiles[0]
+
+
+def test_a_booking_of_the_gpu_shows_on_its_slices(client, node, owner, other_user):
+    ensure_default_group()
+    gpu = Device.objects.get(uuid="GPU-1")
+    gpu.mig_enabled = True
+    gpu.save()
+    piece = Device.objects.create(
+        host=node, index=0, uuid="MIG-0", parent=gpu, mig_profile="7g.40gb", mig_index=0
+    )
+    end = timezone.now() + timedelta(hours=3)
+    create_reservation(other_user, title="t", devices=[gpu], start=timezone.now(), end=end)
+    client.force_login(owner)
+    states = {state["device"]: state for state in client.get(STATES).json()}
+    assert {**states[piece.pk], "device": gpu.pk} == states[gpu.pk]
+    assert states[piece.pk]["text"] == "reserved by other" and states[piece.pk]["until"]
+
+
+def test_the_dense_view_puts_slices_after_their_gpu_on_its_host_line(client, split, owner):
+    gpu, slices = split
+    client.force_login(owner)
+    html = client.get(reverse("overview") + "?layout=dense").content.decode()
+    line = html.split(f'id="host-{gpu.host.pk}"')[1].split("</tr>")[0]
+    cells = line.split('<button type="button" class="dc ')[1:]
+    assert [c.split(">")[1].split("<")[0] for c in cells] == ["0", "0.0", "0.1"]
+    assert 'data-slice="1"' in cells[1] and 'data-slice="1"' not in cells[0]
+    assert 'aria-label="node-1:0.0 MIG 2g.8gb · 2.0/7.5 GiB' in cells[1]
+    assert "reserved by other" in cells[2] and "MIG slices in use" in cells[0]

@@ -184,3 +184,49 @@ def test_an_admin_ends_a_running_reservation(hive, signed_in, admin_user, booked
     assert result.exit_code == 0 and f"Ended #{booked_by_other.pk}" in result.output
     booked_by_other.refresh_from_db()
     assert booked_by_other.end <= timezone.now()
+
+
+# --- MIG slices ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def split_node(bookable):
+    """node-1's GPU 2 in MIG mode, split into 3g.20gb and 1g.5gb (A100 40GB profiles)."""
+    from monitoring.models import Device
+
+    gpu = bookable[2]
+    gpu.mig_enabled = True
+    gpu.save()
+    for n, profile in enumerate(["3g.20gb", "1g.5gb"]):
+        Device.objects.create(
+            host=gpu.host, index=2, uuid=f"MIG-{n}", parent=gpu, mig_profile=profile, mig_index=n
+        )
+    return gpu
+
+
+def test_status_lists_each_slice_under_its_gpu(hive, signed_in, owner, split_node):
+    signed_in(owner)
+    names = [line.split()[0] for line in hive("status").output.splitlines()[1:] if line.strip()]
+    assert names == ["node-1:0", "node-1:1", "node-1:2", "node-1:2.0", "node-1:2.1", "node-2:0"]
+    gpus = {g["name"]: g for g in json.loads(hive("status", "--json").output)}
+    assert gpus["node-1:2.1"]["mig_profile"] == "1g.5gb" and gpus["node-1:2"]["mig_profile"] == ""
+
+
+def test_reserve_names_a_slice_or_its_whole_gpu(hive, signed_in, owner, other_user, split_node):
+    signed_in(owner)
+    times = ("--from", "tomorrow 9:00", "--to", "17:00")
+    result = hive("reserve", "-g", "node-1:2.1", *times, "-t", "slice")
+    assert result.exit_code == 0, result.output
+    assert "Reserved #" in result.output and ": node-1:2.1, " in result.output
+    [piece] = Reservation.objects.get(title="slice").devices.all()
+    assert piece.uuid == "MIG-1"
+    # node-1:2 is the whole GPU (not one of its slices), booked over the slice: refused.
+    signed_in(other_user)
+    result = hive("reserve", "-g", "node-1:2", *times, "-t", "board")
+    assert result.exit_code == 1
+    assert "GPU node-1:2.1 (1g.5gb) is already reserved by owner" in result.output
+    result = hive("reserve", "-g", "node-1:2.7", *times, "-t", "x")
+    assert (
+        result.exit_code == 1
+        and "node-1 has no GPU 2.7 (it has 0, 1, 2, 2.0, 2.1)" in result.output
+    )

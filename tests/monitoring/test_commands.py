@@ -31,6 +31,10 @@ GPU_KEYS = {
     "utilization_memory",
     "temperature_c",
     "power_w",
+    "mig_enabled",
+    "parent_uuid",
+    "mig_profile",
+    "mig_index",
 }
 
 
@@ -142,6 +146,7 @@ def test_probe_json_has_the_documented_shape(db, local_fake_gpus):
         "reachable",
         "error",
         "gpus",
+        "slices",
         "processes",
         "cpu",
         "disks",
@@ -150,6 +155,7 @@ def test_probe_json_has_the_documented_shape(db, local_fake_gpus):
     }
     assert set(data["gpus"][0]) == GPU_KEYS
     assert data["gpus"][0]["power_w"] is None and data["gpus"][0]["utilization_gpu"] is None
+    assert data["gpus"][0]["mig_enabled"] is None and data["slices"] == []  # no MIG on it
     assert data["processes"][0]["pid"] == os.getpid()
     assert (
         "pytest" in data["processes"][0]["command"] or "python" in data["processes"][0]["command"]

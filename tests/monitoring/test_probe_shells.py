@@ -131,3 +131,27 @@ def test_a_procps_without_quick_pid_selection_is_asked_again_with_p(shell, local
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=True)
     check(done.stdout, first, second)
     assert "Unsupported option" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_mig_layout_and_an_old_driver_read_alike_under_each_shell(shell, tmp_path):
+    """The H100 MIG capture (tests/fixtures/nvidia-smi-mig): the shell sees the MIG mode and
+    asks -L and -q; a driver before R450 refuses the MIG field and is asked without it."""
+    require(shutil.which(shell), f"{shell} is not installed")
+    capture = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia-smi-mig" / "h100"
+    fake = FakeGpus(tmp_path, "local")
+    fake.use_capture(capture)
+    env = dict(os.environ, FAKE_GPU_DIR=str(tmp_path), PATH=f"{FAKE_BIN}:{os.environ['PATH']}")
+    env.pop("SSH_CONNECTION", None)
+    argv = [shell, "-c", PROBE_SCRIPT, "probe", "0", "10", "/"]
+    run = lambda: subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)  # noqa: E731
+    result = interpret(Host(name="local"), run().stdout)
+    assert result.error is None and len(result.slices) == 4
+    assert {p.gpu_uuid for p in result.processes} == {result.slices[0].uuid}
+    fake.write("query-gpu.csv", "0, GPU-old, 11441, 10, 0, 0, 35, 60.50, Tesla K80\n")
+    fake.write("pre-mig", "")
+    result = interpret(Host(name="local"), run().stdout)
+    assert [(g.uuid, g.name, g.mig_enabled) for g in result.gpus] == [
+        ("GPU-old", "Tesla K80", None)
+    ]
+    assert result.error is None and result.slices == []

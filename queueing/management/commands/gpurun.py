@@ -68,7 +68,9 @@ class Command(BaseCommand):
             raise CommandError(f"{runner.failed} of {commands} failed", returncode=code)
 
     def devices(self, host: Host, indices: list[int]) -> list[Device]:
-        present = {d.index: d for d in host.devices.filter(status=Device.Status.PRESENT)}
+        # GPUs by index (a MIG slice shares its GPU's index; gpurun names whole GPUs).
+        gpus = host.devices.filter(status=Device.Status.PRESENT, parent=None)
+        present = {d.index: d for d in gpus}
         missing = [i for i in indices if i not in present]
         if missing:
             known = ", ".join(map(str, sorted(present))) or "none"
