@@ -19,7 +19,6 @@ import logging
 import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 import zlib
@@ -28,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from django.core.management import call_command  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
-from web_pages import ENV, ROOT, free_port, signed_in_context  # noqa: E402 (sets up Django)
+from web_pages import free_port, serve, signed_in_context  # noqa: E402 (sets up Django)
 
 from board.demo import probe_result, seed  # noqa: E402
 from monitoring.inventory import record_probe  # noqa: E402
@@ -48,27 +47,6 @@ LISTEN = """([path, name]) => {
   const ws = new WebSocket(scheme + location.host + path);
   ws.onmessage = (e) => tally.frames.push(e.data);
 }"""
-
-
-def serve(port: int) -> subprocess.Popen:
-    argv = [sys.executable, "-m", "core.webserver", "-b", "127.0.0.1", "-p", str(port)]
-    server = subprocess.Popen(
-        [*argv, "hiveproject.asgi:application"],
-        cwd=ROOT,
-        env={**os.environ, **ENV},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    import socket
-
-    for _ in range(150):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return server
-        except OSError:
-            time.sleep(0.2)
-    server.terminate()
-    raise SystemExit("the web server did not start")
 
 
 def load(browser, base: str, path: str) -> dict:
