@@ -5,6 +5,7 @@ the same storage functions as real probes, bookings and tasks. ``remove`` takes 
 
 import random
 import re
+import time
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
@@ -264,23 +265,27 @@ def remove() -> dict:
 
 
 # PostgreSQL's "deadlock detected": the running service wrote the same hosts meanwhile and
-# the database chose this transaction to give way. Nothing of it was written: do it again.
+# the database chose this transaction to give way. Nothing of it was written: do it again,
+# after a pause of random length, so the service's next write is not met at the same moment.
 DEADLOCK = "40P01"
 
 
-def _remove_rows(users, attempts: int = 3) -> tuple[list, list[str]]:
-    for _ in range(attempts - 1):
+def _remove_rows(users, attempts: int = 6) -> tuple[list, list[str]]:
+    for attempt in range(1, attempts):
         try:
             return _remove_rows_once(users)
         except OperationalError as exc:
             if getattr(exc.__cause__, "sqlstate", None) != DEADLOCK:
                 raise
+            time.sleep(random.uniform(0.1, 0.5) * attempt)  # noqa: S311 (a pause, not a secret)
     return _remove_rows_once(users)
 
 
 @transaction.atomic
 def _remove_rows_once(users) -> tuple[list, list[str]]:
-    hosts = list(demo_hosts())
+    # The hosts first, in one order: the service's writes to them wait for this transaction
+    # instead of holding one of them while it waits for a row deleted here.
+    hosts = list(demo_hosts().select_for_update().order_by("pk"))
     Task.objects.filter(Q(host__in=hosts) | Q(job__owner__in=users)).delete()
     Job.objects.filter(owner__in=users).delete()
     Reservation.objects.filter(Q(owner__in=users) | Q(slots__device__host__in=hosts)).delete()

@@ -9,6 +9,7 @@ test logic that does not touch what the profile changes, so a second run would r
 """
 
 import os
+from copy import deepcopy
 
 import pytest
 from django.conf import settings as django_settings
@@ -150,6 +151,16 @@ def _fresh_cache():
     cache.clear()
     yield
     cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def _own_channel_layer(settings):
+    """Each test gets its own channel layer, as it gets its own event loop (``async_to_sync``):
+    channels_redis binds a layer's receive lock to the loop that first waits on it, so a
+    socket still closing when an earlier test's loop ended (a slow disconnect on a loaded
+    machine) would fail the next test's socket. Setting CHANNEL_LAYERS again makes channels
+    drop the layers it made (``setting_changed``)."""
+    settings.CHANNEL_LAYERS = deepcopy(django_settings.CHANNEL_LAYERS)
 
 
 @pytest.fixture(autouse=True)
