@@ -87,7 +87,9 @@ def check_run_as(user, host: Host) -> RunAs:
     Every start asks this: the answer is kept until the access facts change
     (accesscontrol.changes), per user and host (and per what else decides it here)."""
     key = ("run as", user.pk, host.pk, settings.RUN_AS_MIN_UID, service_account())
-    found = changes.remembered(key, lambda: _run_as_or_why_not(user, host))
+    current, found = changes.recall(key)
+    if found is changes.MISSING:
+        found = changes.keep(current, key, _run_as_or_why_not(user, host))
     if isinstance(found, RunAs):
         return found
     raise ValidationError(found)

@@ -2,7 +2,7 @@
 
 Every start asks the start rule, which reads the user's grants, bans and UNIX account: six to
 nine queries, the same answers nearly every time (an admin changes them now and then, a user
-starts work all day). A process keeps those answers (``remembered``) under a token the
+starts work all day). A process keeps those answers (``recall`` and ``keep``) under a token the
 database itself changes, in the same transaction, on every change to what they are read from:
 the tables ``tracked`` names, with triggers on each (installed after every migrate). So an
 admin's change, from any process and any path (admin, API, shell, raw SQL, a rolled-back
@@ -17,7 +17,6 @@ than their token, and the next decision reads the new token and reads them again
 
 import os
 import threading
-from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
@@ -97,20 +96,30 @@ def one_token():
         del _one.token
 
 
-def remembered(key: tuple, read: Callable[[], Any]) -> Any:
-    """``read()``, or what it gave under the current token. Callers must not change it."""
+MISSING = object()  # what ``recall`` finds when nothing is kept under the key
+
+
+def recall(key: tuple) -> tuple[str | None, Any]:
+    """(the current token, what ``keep`` kept under ``key`` with it, or MISSING). The caller
+    reads the fact itself on a miss and hands it to ``keep`` with that token, so the call
+    goes down only; callers must not change what they get."""
     current = _one.token if hasattr(_one, "token") else token()
     if current is None:
-        return read()
+        return None, MISSING
     with _lock:
         if _kept["token"] != current:
             _kept.update(token=current, answers={})
-        answers = _kept["answers"]
-        if key in answers:
-            return answers[key]
-    answer = read()
+        return current, _kept["answers"].get(key, MISSING)
+
+
+def keep(current: str | None, key: tuple, answer: Any) -> Any:
+    """Keep ``answer`` under ``key``, if the token is still the one ``recall`` gave (a change
+    meanwhile makes it stale: then it is only returned). Returns ``answer``."""
+    if current is None:
+        return answer
     with _lock:
         if _kept["token"] == current:
+            answers = _kept["answers"]
             if len(answers) >= LIMIT:
                 for old in list(answers)[: LIMIT // 2]:
                     del answers[old]

@@ -168,7 +168,11 @@ def grants_of(principal) -> list[Grant]:
     devices, the usual kind, costs no query for hosts or GPUs.
     """
     kind = "group" if isinstance(principal, Group) else "user"
-    return list(changes.remembered(("grants", kind, principal.pk), lambda: _read_grants(principal)))
+    key = ("grants", kind, principal.pk)
+    current, grants = changes.recall(key)
+    if grants is changes.MISSING:
+        grants = changes.keep(current, key, _read_grants(principal))
+    return list(grants)
 
 
 def _read_grants(principal) -> list[Grant]:
@@ -212,7 +216,11 @@ def bans_during(user, start: datetime, end: datetime) -> list[Ban]:
 def _bans_of(user) -> list[Ban]:
     """Every ban of ``user``, newest first, kept until the access facts change (a user has
     few; every start and booking asks). Callers filter copies, never the list."""
-    return changes.remembered(("bans", user.pk), lambda: list(Ban.objects.filter(user_id=user.pk)))
+    key = ("bans", user.pk)
+    current, bans = changes.recall(key)
+    if bans is changes.MISSING:
+        bans = changes.keep(current, key, list(Ban.objects.filter(user_id=user.pk)))
+    return bans
 
 
 def _lasts_past(ban: Ban, instant: datetime) -> bool:

@@ -10,13 +10,17 @@ the entry function (the view, the API action, the worker's ``carry_out``, the sc
 the order first reached, and each call from one of our files into another (the nearest of
 our frames on the stack is the caller, so a call made through Django, e.g. a queryset
 evaluating a model's method, counts as the caller's). A call is a *climb* when the file
-called lies in a higher layer than its caller (docs/development.md, "Layers"; queueing
-above jobs; hiveproject's helpers and audit are the bottom, as the core package will be).
+called lies in a higher layer than its caller (the layers contract in pyproject.toml;
+docs/development.md, "Layers").
 
 Per way it prints: the files of ours that run (*: in the start's own layers: jobs, queueing,
-allocation, board), how many of them call on into another file of ours, the climbs, and the
-calls up into a file the caller does not import (a rule registered with ``restrict``, a
-holder source registered with allocation, a model's ``__str__`` called by the audit).
+allocation, board), how many of them call on into another file of ours, the deepest chain
+(the most files of ours on the stack at once, from the entry down), the calls *back* into a
+file already above on that chain, the climbs, and the calls up into a file the caller does
+not import (a rule registered with ``restrict``, a holder source registered with
+allocation, a model's ``__str__`` called by the audit). A lambda, a generator expression or
+a comprehension counts as the function that wrote it: ``merge(x for x in ...)`` hands
+``merge`` a lazy value of the caller's, not a call back up.
 
 Run: .venv/bin/python bench/start_path.py        (a table, then each way's files in order)
 """
@@ -27,6 +31,7 @@ import io
 import os
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,16 +56,24 @@ from monitoring.models import Device  # noqa: E402
 from tests.realparts import Sshd  # noqa: E402
 from tests.workers import run_queued  # noqa: E402
 
-# Higher starts higher: a call into a file of a higher layer than its caller's is a climb.
-LAYERS = {
-    "hiveproject": 0, "audit": 0, "core": 0, "monitoring": 1, "notifications": 1,
-    "accesscontrol": 2, "apitokens": 2, "reservations": 3, "allocation": 4, "jobs": 5,
-    "protection": 5, "fairuse": 5, "accounting": 5, "queueing": 6, "board": 7,
-}  # fmt: skip
+
+def contract_layers() -> dict[str, int]:
+    """App -> its layer in the import contract (pyproject.toml), the ground floor 0."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in config["contracts"] if c["type"] == "layers"]
+    return {
+        name.strip(): height
+        for height, layer in enumerate(reversed(layers))
+        for name in layer.split("|")
+    }
+
+
+# Higher is higher: a call into a file of a higher layer than its caller's is a climb.
+LAYERS = contract_layers()
 # The layers a start is made of (the rest is what it asks below: access, bookings, hosts).
 START_LAYERS = {"allocation", "jobs", "queueing", "board"}
 LAUNCH = ("jobs/remote.py", "spawn")
-MACHINERY = ("hiveproject/sqlite3/",)  # Django's database backend, ours only by subclass
+MACHINERY = ("core/sqlite3/",)  # Django's database backend, ours only by subclass
 
 
 def ours(path: str) -> str | None:
@@ -79,14 +92,18 @@ class Walk:
 
     def __init__(self, entries: set[tuple[str, str]]):
         self.entries, self.files, self.calls = entries, [], []
+        self.chain: list[str] = []  # the deepest stack of our files seen
+        self.reentries: list[tuple[str, str]] = []  # (caller, file already above it)
 
     def __call__(self, frame, event, arg):
         if event != "call" or (callee := ours(frame.f_code.co_filename)) is None:
             return
         caller, entered = None, False
-        outer = frame
+        outer, stack = frame, []
         while outer is not None and not entered:
             where = (ours(outer.f_code.co_filename), outer.f_code.co_name)
+            if where[0] is not None and not anonymous(outer) and stack[-1:] != [where[0]]:
+                stack.append(where[0])
             if where == LAUNCH and outer is not frame:
                 return  # below the launch: the SSH call itself is not the start's path
             if outer is not frame and caller is None and where[0] is not None:
@@ -95,10 +112,23 @@ class Walk:
             outer = outer.f_back
         if not entered:
             return
+        stack.reverse()  # from the entry down to the file called
+        if len(stack) > len(self.chain):
+            self.chain = stack
+        if stack[-1] in stack[:-2] and (stack[-2], stack[-1]) not in self.reentries:
+            self.reentries.append((stack[-2], stack[-1]))
         if callee not in self.files:
             self.files.append(callee)
         if caller is not None and caller != callee and (caller, callee) not in self.calls:
             self.calls.append((caller, callee))
+
+
+def anonymous(frame) -> bool:
+    """A lambda, generator expression or comprehension: a piece of the function that wrote
+    it, run when something it was handed to asks (``sorted`` over a generator), not a step
+    down of its own."""
+    name = frame.f_code.co_name
+    return name.startswith("<") and name != "<module>"
 
 
 def watched(walk: Walk, do):
@@ -132,21 +162,26 @@ def climbs(walk: Walk) -> tuple[list, list]:
     return static, [call for call in up if call not in static]
 
 
-def figures(walk: Walk) -> tuple[int, int, int, int, int]:
+def figures(walk: Walk) -> tuple[int, ...]:
     """(files, files in the start's own layers, files that call on into another of ours,
-    climbs, calls up through what the caller was handed)."""
+    files on the deepest chain, calls back into a file above on the chain, climbs, calls up
+    through what the caller was handed)."""
     static, handed = climbs(walk)
     upper = [f for f in walk.files if app(f) in START_LAYERS]
     through = {caller for caller, _ in walk.calls}
-    return len(walk.files), len(upper), len(through), len(static), len(handed)
+    deepest, back = len(walk.chain), len(walk.reentries)
+    return len(walk.files), len(upper), len(through), deepest, back, len(static), len(handed)
 
 
 def report(name: str, walk: Walk) -> None:
     static, handed = climbs(walk)
     print(f"\n## {name}\n")
+    print(f"  deepest: {' -> '.join(walk.chain)}\n")
     for number, path in enumerate(walk.files, 1):
         mark = "*" if app(path) in START_LAYERS else " "
         print(f"{number:3}.{mark} {path}")
+    for caller, callee in walk.reentries:
+        print(f"     back: {caller} -> {callee}")
     for caller, callee in static:
         print(f"     climb: {caller} -> {callee}")
     for caller, callee in handed:
@@ -224,9 +259,11 @@ def main() -> None:
         for walk in walks.values():
             union.files += [f for f in walk.files if f not in union.files]
             union.calls += [c for c in walk.calls if c not in union.calls]
+            union.reentries += [c for c in walk.reentries if c not in union.reentries]
+            union.chain = max(union.chain, walk.chain, key=len)
         walks["all four together"] = union
-        print("| start | files | in jobs, queueing, allocation | calling on | climbs | handed |")
-        print("|---|---|---|---|---|---|")
+        print("| start | files | own layers | calling on | deepest | back | climbs | handed |")
+        print("|---|---|---|---|---|---|---|---|")
         for name, walk in walks.items():
             print(f"| {name} | " + " | ".join(map(str, figures(walk))) + " |")
         for name, walk in walks.items():

@@ -39,12 +39,9 @@ def request(task: Task, user, action: str) -> Task:
     task acted on (for "spawn" on a task that failed or was stopped: its new run).
 
     Raises ValidationError or PermissionDenied (nothing changed) when it may not be done."""
-    if action not in services.ACTIONS:
-        raise ValidationError(
-            f"Unknown action {action!r}: use one of {', '.join(services.ACTIONS)}."
-        )
+    services.check_action(action)
     if action == "spawn" and task.status in Task.ENDED:
-        return services.rerun_task(task, user, start=lambda new, who: request(new, who, "spawn"))
+        return _request_rerun(task, user)
     before = task.status
     with transaction.atomic():
         if action == "spawn":
@@ -60,10 +57,28 @@ def request(task: Task, user, action: str) -> Task:
     return task
 
 
+def _request_rerun(task: Task, user) -> Task:
+    """Run an ended task again (``services.rerun_task``), its start handed to the workers."""
+    new = services.new_run(task, user)
+    try:
+        request(new, user, "spawn")
+    except (ValidationError, PermissionDenied):
+        services.forget_run(task, new)
+        raise
+    new.refresh_from_db()
+    return new
+
+
 def request_all(tasks, user, action: str) -> list[tuple[Task, str]]:
-    """``request`` on each task it applies to; (task, "" or why not) per task, as
-    ``services.act_on`` decides which tasks an action applies to."""
-    return services.act_on(tasks, user, action, do=request)
+    """``request`` on each task the action applies to (``services.applicable``); per task,
+    the task acted on (for a task run again, its new run) and "" or why not."""
+    results = []
+    for task in services.applicable(tasks, action):
+        try:
+            results.append((request(task, user, action), ""))
+        except (ValidationError, PermissionDenied) as exc:
+            results.append((task, services.error_text(exc)))
+    return results
 
 
 def _claim_signal(task: Task, user, action: str) -> None:

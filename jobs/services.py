@@ -7,7 +7,7 @@ wins), the host is called, then the outcome is written.
 """
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -351,13 +351,23 @@ def launch_claimed(task: Task, claimed_as: RunAs | None = None) -> Task:
     return task
 
 
-def rerun_task(
-    task: Task, user: Asker, start: Callable[[Task, Asker], object] | None = None
-) -> Task:
+def rerun_task(task: Task, user: Asker) -> Task:
     """Run an ended task that did not succeed again: a new task of the same job with the same
     command, GPUs and environment, started now as the owner. The old one keeps its status,
-    exit code and log, and points to the new run; a refused start leaves nothing behind.
-    ``start(new, user)`` starts the new run (default ``spawn_task``: here and now)."""
+    exit code and log, and points to the new run; a refused start leaves nothing behind."""
+    new = new_run(task, user)
+    try:
+        spawn_task(new, user)
+    except (ValidationError, PermissionDenied):
+        forget_run(task, new)
+        raise
+    new.refresh_from_db()
+    return new
+
+
+def new_run(task: Task, user: Asker) -> Task:
+    """The checks of running ``task`` again, then its new run (pending, not started): the
+    first half of ``rerun_task``, for callers that start it their own way."""
     check_may_run(user, task)
     if not task.may_rerun:
         again = f": it was run again as task {task.rerun_as_id}" if task.rerun_as_id else ""
@@ -370,15 +380,14 @@ def rerun_task(
         new = _new_task(task.job, spec_of(task))
         if not Task.objects.filter(pk=task.pk, rerun_as=None).update(rerun_as=new):
             raise ValidationError(f"Task {task.pk} was run again by someone else just now.")
-    try:
-        (start or spawn_task)(new, user)
-    except (ValidationError, PermissionDenied):
-        if Task.objects.filter(pk=new.pk, status=Task.Status.PENDING).delete()[0]:
-            # Never started: as if it had not been asked (the old run may be run again).
-            Task.objects.filter(pk=task.pk).update(rerun_as=None)
-        raise
-    new.refresh_from_db()
     return new
+
+
+def forget_run(task: Task, new: Task) -> None:
+    """A new run whose start was refused: gone, as if it had not been asked (the old run may
+    be run again)."""
+    if Task.objects.filter(pk=new.pk, status=Task.Status.PENDING).delete()[0]:
+        Task.objects.filter(pk=task.pk).update(rerun_as=None)
 
 
 def _finish(task: Task, status: str | Case, **fields: object) -> bool:
@@ -615,27 +624,13 @@ def act(task: Task, user: Asker, action: str) -> Task:
     return signal_task(task, user, action)
 
 
-def act_on(
-    tasks: Iterable[Task],
-    user: Asker,
-    action: str,
-    do: Callable[[Task, Asker, str], Task] | None = None,
-) -> list[tuple[Task, str]]:
-    """The action on each task that it applies to; (task, "" or why not) per task.
+def applicable(tasks: Iterable[Task], action: str) -> list[Task]:
+    """The tasks ``action`` applies to: a group action means "those of these that can", so
+    tasks in a state it does not apply to (e.g. "kill" on a finished task) are left out."""
+    check_action(action)
+    return [task for task in tasks if _applies(task, action)]
 
-    Tasks in a state the action does not apply to (e.g. "kill" on a finished task) are
-    skipped silently: a group action means "those of these that can". ``do(task, user,
-    action)`` carries it out (default ``act``: here and now).
-    """
+
+def check_action(action: str) -> None:
     if action not in ACTIONS:
         raise ValidationError(f"Unknown action {action!r}: use one of {', '.join(ACTIONS)}.")
-    results = []
-    for task in tasks:
-        if not _applies(task, action):
-            continue
-        try:
-            # The task acted on: for a task run again, its new run.
-            results.append(((do or act)(task, user, action), ""))
-        except (ValidationError, PermissionDenied) as exc:
-            results.append((task, error_text(exc)))
-    return results
