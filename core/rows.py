@@ -12,7 +12,10 @@ the one definition of what a list holds; ``ValuesRows`` reads from it, once, whi
 - ``PrimaryKeyRelatedField`` with ``many=True``: the related objects' ids, in their model's
   own order, from one more query for the whole page;
 - ``DateTimeField``: DRF's field itself, made once per page with the request's time zone
-  (its ``default_timezone`` argument), rather than asking for the zone at every value;
+  (its ``default_timezone`` argument), rather than asking for the zone at every value. On
+  SQLite, which keeps a time as the text Django wrote (UTC), the column is read as that text
+  (``Cast``) and each distinct time is parsed once: Django's converter would make every
+  value of the page aware one by one, a third of a page's time;
 - fields whose ``to_representation`` gives back a value of the column's own type unchanged
   (``CharField``, ``IntegerField``, ``ChoiceField``, a slug): the value as read;
 - any other field: its ``to_representation``.
@@ -22,13 +25,16 @@ writer is made, so a serializer changed that way fails at import, not in an answ
 """
 
 from collections.abc import Callable
-from datetime import tzinfo
+from datetime import UTC, tzinfo
 from operator import itemgetter
 from typing import Any
 
-from django.db.models import ManyToManyField, Model, QuerySet
-from django.utils import timezone
+from django.db import connections
+from django.db.models import CharField, DateTimeField, ManyToManyField, Model, QuerySet
+from django.db.models.functions import Cast
+from django.utils import dateparse, timezone
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 
 # Fields whose to_representation returns the database's value for their column unchanged.
 AS_READ = (serializers.CharField, serializers.IntegerField, serializers.ChoiceField)
@@ -43,6 +49,7 @@ class ValuesRows:
         self.columns: dict[str, str] = {}  # field name -> values() key
         # field name -> (the related model, the name by which its rows filter by this model)
         self.related: dict[str, tuple[type[Model], str]] = {}
+        self.times: set[str] = set()  # values() keys of the model's own DateTimeFields
         self.pk = self.model._meta.pk.attname
         self.fields = {
             name: field for name, field in serializer_class().fields.items() if not field.write_only
@@ -64,13 +71,17 @@ class ValuesRows:
             raise TypeError(f"{name}: {type(field).__name__} is not read from values()")
         else:
             self.columns[name] = source
+            if "__" not in source and isinstance(self.model._meta.get_field(source), DateTimeField):
+                self.times.add(source)
 
     def __call__(self, queryset: QuerySet) -> list[dict[str, Any]]:
         keys = list(dict.fromkeys([self.pk, *self.columns.values()]))
-        rows = list(queryset.prefetch_related(None).values_list(*keys))
+        as_text = self.times if connections[queryset.db].vendor == "sqlite" else set()
+        read = [Cast(key, CharField()) if key in as_text else key for key in keys]
+        rows = list(queryset.prefetch_related(None).values_list(*read))
         if not rows:
             return []
-        writers = self._writers()
+        writers = self._writers({keys.index(key) for key in as_text}, keys)
         # Each answer is picked, in the serializer's field order, from its row extended by
         # the values written for it and its related ids: one C call per row, not one per field.
         written = [(keys.index(self.columns[name]), writers[name]) for name in writers]
@@ -88,18 +99,22 @@ class ValuesRows:
             answer.append(dict(zip(self.fields, pick(row + tuple(extra)), strict=True)))
         return answer
 
-    def _writers(self) -> dict[str, Callable[[Any], Any]]:
+    def _writers(self, texts: set[int], keys: list[str]) -> dict[str, Callable[[Any], Any]]:
         """The fields whose values are written (the others are answered as read), each with
-        what writes them. Within one answer a value is written once: a page of bookings
-        holds the same few hours many times."""
+        what writes them; ``texts``: the positions in ``keys`` of times read as text. Within
+        one answer a value is written once: a page of bookings holds the same few hours many
+        times."""
         zone = timezone.get_current_timezone()
         writers: dict[str, Callable[[Any], Any]] = {}
         for name, field in self.fields.items():
             if name in self.related:
                 continue
             if type(field) is serializers.DateTimeField:
-                writers[name] = _once_each(_time_field(field, zone).to_representation)
-            elif not (isinstance(field, serializers.SlugRelatedField) or type(field) in AS_READ):
+                write: Callable[[Any], Any] = _time_field(field, zone).to_representation
+                if keys.index(self.columns[name]) in texts:
+                    write = _from_text(write)
+                writers[name] = _once_each(write)
+            elif not _as_read(field):
                 writers[name] = _once_each(field.to_representation)
         return writers
 
@@ -126,20 +141,41 @@ class ValuesRows:
         return ids
 
 
+def _as_read(field: serializers.Field) -> bool:
+    """Whether the field answers a column's value as read (a slug, text, a number)."""
+    if isinstance(field, serializers.SlugRelatedField) or type(field) in AS_READ:
+        return True
+    # A big integer (a BigAutoField's id) is a number unless DRF is set to write it as text.
+    coerce = getattr(field, "coerce_to_string", api_settings.COERCE_BIGINT_TO_STRING)
+    return type(field) is serializers.BigIntegerField and not coerce
+
+
 def _once_each(write: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``write``, called once for each distinct value (the same value, the same text)."""
     written: dict[Any, Any] = {}
 
     def write_once(value: Any) -> Any:
         try:
-            return written[value]
-        except KeyError:
-            text = written[value] = write(value)
-            return text
+            text = written.get(value, written)  # the dict itself: not written yet
         except TypeError:  # not hashable (a list, a dict): written each time
             return write(value)
+        if text is written:
+            text = written[value] = write(value)
+        return text
 
     return write_once
+
+
+def _from_text(write: Callable[[Any], Any]) -> Callable[[str], Any]:
+    """``write`` for a time read as the text SQLite keeps: UTC, without an offset."""
+
+    def write_text(text: str) -> Any:
+        moment = dateparse.parse_datetime(text)
+        if moment is None:
+            raise ValueError(f"not a time as SQLite keeps one: {text!r}")
+        return write(moment if timezone.is_aware(moment) else moment.replace(tzinfo=UTC))
+
+    return write_text
 
 
 def _time_field(field: serializers.DateTimeField, zone: tzinfo) -> serializers.DateTimeField:

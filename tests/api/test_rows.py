@@ -16,8 +16,9 @@ from .conftest import tomorrow
 
 
 class Dated(serializers.ModelSerializer):
-    """Fields written by their own to_representation (a date format, an e-mail field) and a
-    slug through a foreign key."""
+    """Fields written by their own to_representation (a date format, an e-mail field), a
+    slug through a foreign key, and times with microseconds (``created``, ``updated``: on
+    SQLite read as the text it keeps)."""
 
     start = serializers.DateTimeField(format="%d.%m.%Y %H:%M")
     end = serializers.DateTimeField(default_timezone=timezone.get_fixed_timezone(-90))
@@ -26,7 +27,7 @@ class Dated(serializers.ModelSerializer):
 
     class Meta:
         model = Reservation
-        fields = ["id", "start", "end", "owner", "title", "used_utilization"]
+        fields = ["id", "start", "end", "owner", "title", "used_utilization", "created", "updated"]
 
 
 @pytest.mark.parametrize("zone", ["UTC", "Asia/Kolkata"])
