@@ -99,8 +99,6 @@ def job_rows(request):
     return _creation_page(request, "jobs/rows.html", JobForm(request.POST or None), build, rows)
 
 
-
-
 @login_required
 def job_distributed(request):
     """A distributed training job: one task per host, ranks, master address and free ports."""

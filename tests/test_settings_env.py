@@ -160,8 +160,7 @@ def test_sign_in_with_the_directory_set_up_wrong_stops_the_start(tmp_path):
     missing = said.pop(0)
     assert missing.startswith(f"HIVE_LDAP_BIND_PASSWORD_FILE='{secrets}"[:40]), missing
     assert missing.endswith(
-        "' (from the environment): expected a file the service can read "
-        "(No such file or directory)"
+        "' (from the environment): expected a file the service can read (No such file or directory)"
     ), missing
     assert said == [
         "HIVE_LDAP_GROUP_TYPE='posix' (from the environment): expected one of posixGroup, "

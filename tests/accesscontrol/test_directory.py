@@ -158,7 +158,12 @@ def test_a_directory_that_is_down_says_so_and_local_accounts_still_sign_in(
 
 
 def test_a_service_bind_the_directory_refuses_says_so(
-    client, db, lab_directory, monkeypatch, settings, tmp_path  # noqa: F811
+    client,
+    db,
+    lab_directory,  # noqa: F811 (the fixture, imported)
+    monkeypatch,
+    settings,
+    tmp_path,
 ):
     env = directory_env(lab_directory, tmp_path)
     (tmp_path / "ldap-bind-password").write_text("wrong-secret\n")
@@ -168,7 +173,11 @@ def test_a_service_bind_the_directory_refuses_says_so(
 
 
 def test_direct_bind_with_a_dn_template_and_a_required_group(
-    client, db, lab_directory, monkeypatch, settings  # noqa: F811
+    client,
+    db,
+    lab_directory,  # noqa: F811 (the fixture, imported)
+    monkeypatch,
+    settings,
 ):
     configure(
         monkeypatch,

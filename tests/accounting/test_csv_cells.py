@@ -18,7 +18,7 @@ WINDOW = {"start": "2026-03-10", "end": "2026-03-10", "format": "csv"}
 @pytest.mark.parametrize(
     "text, cell",
     [
-        ("=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")"),
+        ('=HYPERLINK("http://x")', '\'=HYPERLINK("http://x")'),
         ("+1+2", "'+1+2"),
         ("-2+3", "'-2+3"),
         ("@SUM(A1)", "'@SUM(A1)"),

@@ -32,7 +32,12 @@ STATEFUL_CHECKS = [*CHECKS, negative_data_rejection, use_after_free, ensure_reso
 
 @pytest.mark.parametrize("persona", ["admin_user"])
 def test_chained_calls_agree_with_the_schema(
-    persona, admin_user, fuzz_lab, no_token_throttle, in_test_transaction, impatient  # noqa: F811
+    persona,
+    admin_user,
+    fuzz_lab,  # noqa: F811 (these four: fixtures, imported)
+    no_token_throttle,  # noqa: F811
+    in_test_transaction,  # noqa: F811
+    impatient,  # noqa: F811
 ):
     headers = {
         "Authorization": f"Bearer {issue_token(admin_user, 'stateful')[1]}",

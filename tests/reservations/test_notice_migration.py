@@ -57,7 +57,12 @@ def before_the_upgrade(owner, other_user, receiver):  # noqa: F811
 
 
 def test_mailed_notices_are_carried_over_and_not_mailed_again(
-    before_the_upgrade, owner, other_user, settings, smtp, receiver  # noqa: F811
+    before_the_upgrade,
+    owner,
+    other_user,
+    settings,
+    smtp,
+    receiver,  # noqa: F811
 ):
     bookings, sent_at = before_the_upgrade
     migrate(AFTER)

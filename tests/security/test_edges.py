@@ -109,9 +109,7 @@ def test_refused_attempts_count_nothing_on_any_path(client, owner, settings):
     assert not locked(sign_in(client, "other", "x", address="10.8.0.1"))  # 6 of 8, not 16
 
 
-def test_a_flood_on_the_admin_login_counts_once_and_locks_out_no_one_else(
-    client, owner, settings
-):
+def test_a_flood_on_the_admin_login_counts_once_and_locks_out_no_one_else(client, owner, settings):
     # Before: every refused attempt counted again, so one address's flood filled the
     # site-wide count (1,100 posts reached 1,000) and then refused everybody everywhere.
     settings.LOGIN_ADDRESS_ATTEMPTS, settings.LOGIN_SITE_ATTEMPTS = 20, 50

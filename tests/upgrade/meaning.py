@@ -85,7 +85,12 @@ def reservations() -> list:
 
     rows = Reservation.objects.order_by("pk")
     return [
-        [r.owner.username, r.status, r.start.isoformat(), r.end.isoformat(),
-         sorted(r.devices.values_list("uuid", flat=True))]
+        [
+            r.owner.username,
+            r.status,
+            r.start.isoformat(),
+            r.end.isoformat(),
+            sorted(r.devices.values_list("uuid", flat=True)),
+        ]
         for r in rows
     ]

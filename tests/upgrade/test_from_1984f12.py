@@ -24,7 +24,11 @@ LEFT_FOR_ADMIN = {"root", "daemon"}  # root, and a system account here (UID 1 in
 def manage(env, *args, check=True):
     done = subprocess.run(
         [sys.executable, str(ROOT / "manage.py"), *args],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=240,
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     if check:
         assert done.returncode == 0, done.stdout + done.stderr

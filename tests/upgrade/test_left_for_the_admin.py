@@ -100,7 +100,11 @@ def test_an_unknown_migration_of_a_library_is_not_ours_to_judge(client, db):
 def manage(env, *args):
     return subprocess.run(
         [sys.executable, str(ROOT / "manage.py"), *args],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
