@@ -21,24 +21,6 @@ from core.limits import BodyLimit  # noqa: E402
 from hiveproject.routing import websocket_urlpatterns  # noqa: E402
 
 
-def let_django_parse_forms() -> None:
-    """Under daphne, Twisted parses form bodies itself before Django does (and never uses
-    them: Django parses the body again), and answers a multipart body it cannot parse with a
-    bare 400, no headers, no error shape. Left to Django, such a body gets the API's answer.
-    The server we ship passes Twisted's public argument for this (core.webserver); this
-    covers a plain daphne serving the same application (daphne's own test process), which
-    has no such option: still a private flag, kept until daphne offers one."""
-    try:
-        from daphne.http_protocol import WebRequest
-    except ImportError:  # served by another ASGI server
-        return
-    # Twisted sets this flag on each request in __init__; a property on the class wins.
-    WebRequest._parsePOSTFormSubmission = property(lambda request: False, lambda *_: None)
-
-
-let_django_parse_forms()
-
-
 class ScriptPrefix:
     """Under a sub-path the proxy passes /prefix/ws/...: Django strips FORCE_SCRIPT_NAME from
     HTTP paths itself, Channels' router strips only scope["root_path"], so set it from there."""

@@ -1,6 +1,6 @@
-"""The API through a real daphne (issue 20): schemathesis over the network, as a user and as
-an admin, with every check; and bounded bodies refused before they are read while other
-users keep being answered.
+"""The API through the web server we ship (issue 20): schemathesis over the network, as a
+user and as an admin, with every check; and bounded bodies refused before they are read while
+other users keep being answered.
 
 In-process fuzzing (test_fuzz.py) skips what only the server in front of Django does: ASGI
 body handling, headers, streaming; and it runs on the embedded profile only. Here each
@@ -16,20 +16,16 @@ coverage case for both personas.
 
 import os
 import socket
-from functools import partial
 
 import httpx
 import pytest
-from channels.testing.live import make_application
-from daphne.testing import DaphneProcess
 from django.conf import settings
 
 from accesscontrol.services import ensure_default_group
 from apitokens.services import issue_token
-from monitoring.cluster import close_database_connections
 from monitoring.models import Device, Host
 from reservations.services import create_reservation
-from tests.realparts import require
+from tests.webserver import shipped_server
 
 from .conftest import tomorrow
 from .test_fuzz import CHECKS, fuzz_settings, load_schema
@@ -44,17 +40,9 @@ as_user = load_schema("all" if EXPLORE else None)
 
 
 @pytest.fixture(scope="module")
-def daphne(django_db_setup, django_db_blocker):
-    """The project's ASGI application (with its body limit) in a daphne of its own, on the
-    test database, with token sign-ins unthrottled (fuzzing would hit the limit)."""
-    from django.db import connections
-
-    database = connections["default"]
-    in_memory = database.vendor == "sqlite" and database.is_in_memory_db()
-    require(not in_memory, "a separate server process cannot share an in-memory database")
-    # Closing connections leaves PostgreSQL's pool open, and the fork would inherit it: the
-    # server then used the test's sockets (a 500: "server closed the connection").
-    close_database_connections()
+def web(django_db_setup, django_db_blocker):
+    """The project's ASGI application (with its body limit) in the web server we ship, on
+    the test database, with token sign-ins unthrottled (fuzzing would hit the limit)."""
 
     def setup():
         from rest_framework.throttling import ScopedRateThrottle
@@ -62,15 +50,8 @@ def daphne(django_db_setup, django_db_blocker):
         django_db_blocker.unblock()
         ScopedRateThrottle.THROTTLE_RATES = {"tokens": "100000/minute"}
 
-    app = partial(make_application, static_wrapper=None)
-    server = DaphneProcess("127.0.0.1", app, setup=setup)
-    server.start()
-    if not server.ready.wait(timeout=30):
-        server.terminate()
-        raise RuntimeError("daphne did not start listening")
-    yield f"http://127.0.0.1:{server.port.value}"
-    server.terminate()
-    server.join(timeout=10)
+    with shipped_server(None, setup=setup) as url:
+        yield url
 
 
 @pytest.fixture
@@ -92,25 +73,23 @@ def live_auth(persona, request, live_lab):
 @as_admin.parametrize()
 @fuzz_settings(EXAMPLES)
 def test_no_operation_fails_or_breaks_the_schema_over_the_network_for_an_admin(
-    case, daphne, live_auth
+    case, web, live_auth
 ):
-    case.call_and_validate(base_url=daphne, headers=live_auth, checks=CHECKS, timeout=30)
+    case.call_and_validate(base_url=web, headers=live_auth, checks=CHECKS, timeout=30)
 
 
 @pytest.mark.parametrize("persona", ["owner"])
 @as_user.parametrize()
 @fuzz_settings(EXAMPLES)
-def test_no_operation_fails_or_breaks_the_schema_over_the_network_for_a_user(
-    case, daphne, live_auth
-):
-    case.call_and_validate(base_url=daphne, headers=live_auth, checks=CHECKS, timeout=30)
+def test_no_operation_fails_or_breaks_the_schema_over_the_network_for_a_user(case, web, live_auth):
+    case.call_and_validate(base_url=web, headers=live_auth, checks=CHECKS, timeout=30)
 
 
-def test_an_oversized_body_is_refused_while_others_are_served(daphne, live_lab, owner):
-    """Daphne (Twisted) takes in a whole body before the application sees it; the body
-    limit then refuses it without Django spooling it, and users are served meanwhile."""
+def test_an_oversized_body_is_refused_while_others_are_served(web, live_lab, owner):
+    """The server refuses a body its head declares too large before taking it in
+    (core.webserver), and users are served meanwhile."""
     secret = issue_token(owner, "big")[1]
-    host, port = daphne.removeprefix("http://").split(":")
+    host, port = web.removeprefix("http://").split(":")
     size = settings.REQUEST_MAX_BODY_BYTES + 1
     with socket.create_connection((host, int(port)), timeout=30) as big:
         big.sendall(
@@ -120,7 +99,7 @@ def test_an_oversized_body_is_refused_while_others_are_served(daphne, live_lab, 
             + b"[" * (size // 2)
         )
         bystander = httpx.get(
-            f"{daphne}/api/devices/", headers={"Authorization": f"Bearer {secret}"}, timeout=30
+            f"{web}/api/devices/", headers={"Authorization": f"Bearer {secret}"}, timeout=30
         )
         assert bystander.status_code == 200 and len(bystander.json()) == 2
         big.sendall(b"[" * (size - size // 2))
@@ -129,7 +108,7 @@ def test_an_oversized_body_is_refused_while_others_are_served(daphne, live_lab, 
     assert b"The request body is too large" in answer
 
 
-def test_a_body_without_a_length_is_cut_at_the_limit(daphne, live_lab, owner):
+def test_a_body_without_a_length_is_cut_at_the_limit(web, live_lab, owner):
     secret = issue_token(owner, "chunked")[1]
 
     def endless():
@@ -138,8 +117,8 @@ def test_a_body_without_a_length_is_cut_at_the_limit(daphne, live_lab, owner):
             yield chunk
 
     headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
-    url = f"{daphne}/api/reservations/"
+    url = f"{web}/api/reservations/"
     response = httpx.post(url, content=endless(), headers=headers, timeout=30)
     assert response.status_code == 413, response.text
-    bystander = httpx.get(f"{daphne}/api/devices/", headers={"Authorization": f"Bearer {secret}"})
+    bystander = httpx.get(f"{web}/api/devices/", headers={"Authorization": f"Bearer {secret}"})
     assert bystander.status_code == 200

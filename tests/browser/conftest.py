@@ -103,38 +103,19 @@ def login(page, live_server):
     return sign_in
 
 
-# --- A real daphne for pages that need websockets (the live dashboard) ----------------------
+# --- The web server we ship, for pages that need websockets (the live dashboard) ----------
 # pytest-django's live_server speaks WSGI only. This one runs the project's ASGI application
 # in a forked process on the same test database, as production's web process runs apart from
 # the workers: with no Redis, what it pushes must reach it through the database.
-from functools import partial  # noqa: E402
-
-from channels.testing.live import make_application  # noqa: E402
-from daphne.testing import DaphneProcess  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
-from django.db import connections  # noqa: E402
 
 # The real sshd and fake GPUs of the monitoring tests, for browser tests of live data.
-from monitoring.cluster import close_database_connections  # noqa: E402
 from tests.monitoring.conftest import fake_gpu_root, gpus, sshd  # noqa: E402, F401
+from tests.webserver import shipped_server  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def asgi_live_server(django_db_setup, django_db_blocker):
-    """The URL of a daphne serving HTTP and websockets on the test database."""
-    in_memory = any(c.vendor == "sqlite" and c.is_in_memory_db() for c in connections.all())
-    require(not in_memory, "a separate server process cannot share an in-memory SQLite database")
-    app = partial(make_application, static_wrapper=ASGIStaticFilesHandler)
-    # A fork inherits the parent's open database sockets (PostgreSQL's pool keeps one open):
-    # the server and the tests would then talk through one connection at once and read each
-    # other's rows. Close them all first; each side then opens its own.
-    close_database_connections()
-    # The fork inherits pytest-django's guard against database access outside tests.
-    server = DaphneProcess("127.0.0.1", app, setup=django_db_blocker.unblock)
-    server.start()
-    if not server.ready.wait(timeout=30):
-        server.terminate()
-        raise RuntimeError("daphne did not start listening")
-    yield f"http://127.0.0.1:{server.port.value}"
-    server.terminate()
-    server.join(timeout=10)
+    """The URL of the web server we ship, serving HTTP and websockets on the test database."""
+    with shipped_server(ASGIStaticFilesHandler, setup=django_db_blocker.unblock) as url:
+        yield url
