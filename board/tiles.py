@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from monitoring.containers import owner_text
 from monitoring.models import Device, Host
-from protection.models import Violation
+from protection.models import intruders
 
 from .states import FREE, booking_states, state_text
 from .templatetags.board_format import short_gib
@@ -49,17 +49,6 @@ def board_rows(user) -> list[HostRow]:
     found = intruders()
     hosts = Host.objects.filter(enabled=True).prefetch_related("devices").order_by("name")
     return [host_row(host, states, user, found) for host in hosts]
-
-
-def intruders() -> dict[int, str]:
-    """Device id -> "linus, alice (container x)": the processes protection flagged there
-    and that are still running (its open violations), whatever the protection level."""
-    found = defaultdict(set)
-    for violation in Violation.objects.filter(ended_at=None).only(
-        "device_id", "offender_unix", "container_id", "container_name"
-    ):
-        found[violation.device_id].add(violation.offender_name)
-    return {device: ", ".join(sorted(names)) for device, names in found.items()}
 
 
 def host_row(host: Host, states: dict, user, found: dict[int, str] | None = None) -> HostRow:

@@ -6,6 +6,8 @@ and fetch the snapshot only when it changed. With Redis, the loop's group messag
 the same check run at once instead of waiting for the next poll.
 """
 
+from collections.abc import Callable
+
 from django.db.models import Count, Max
 
 from .containers import owner_text
@@ -25,6 +27,25 @@ def freshness_marker() -> tuple:
 VIEWS = ("full", "board", "host")
 
 
+# Who runs on a GPU against its booking, as a layer above this one knows it: protection
+# registers its open violations (protection.apps). Each source: () -> {device id: names}.
+_intruder_sources: list[Callable[[], dict[int, str]]] = []
+
+
+def register_intruders(source: Callable[[], dict[int, str]]) -> None:
+    if source not in _intruder_sources:
+        _intruder_sources.append(source)
+
+
+def intruders() -> dict[int, str]:
+    """Device id -> the intruders there, in words, from every registered source."""
+    found: dict[int, list[str]] = {}
+    for source in _intruder_sources:
+        for device, names in source().items():
+            found.setdefault(device, []).append(names)
+    return {device: ", ".join(names) for device, names in found.items()}
+
+
 def live_payload(visibility, view: str = "full", host_id: int | None = None) -> dict:
     """The message a dashboard gets: one entry per host, GPUs with their device ids, other
     users' command lines hidden as ``visibility`` (monitoring.visibility) decides. ``view``
@@ -32,8 +53,12 @@ def live_payload(visibility, view: str = "full", host_id: int | None = None) -> 
     hosts = Host.objects.filter(enabled=True).prefetch_related("devices")
     if view == "host":
         hosts = hosts.filter(pk=host_id)
-    entry = board_entry if view == "board" else host_payload
-    return {"type": "snapshot", "hosts": [entry(host, visibility) for host in hosts]}
+    if view == "board":
+        found = intruders()
+        entries = [board_entry(host, visibility, found) for host in hosts]
+    else:
+        entries = [host_payload(host, visibility) for host in hosts]
+    return {"type": "snapshot", "hosts": entries}
 
 
 # The board's row per GPU, in this order (static/js/board.js reads it by position; the total
@@ -47,10 +72,10 @@ BOARD_GPU_FIELDS = (
 )
 
 
-def board_entry(host: Host, visibility) -> dict:
-    """What the board shows of a host live: its state, each GPU's figures, and who runs on
-    each GPU or MIG slice (device id -> "alice, bob (container x)"); no command lines, disks
-    or CPU."""
+def board_entry(host: Host, visibility, found: dict[int, str] | None = None) -> dict:
+    """What the board shows of a host live: its state, each GPU's figures, who runs on each
+    GPU or MIG slice and who of them intrudes (device id -> "alice, bob (container x)", from
+    ``found``: ``intruders()``); no command lines, disks or CPU."""
     snapshot = host.last_snapshot or {}
     devices = {d.uuid: d.pk for d in host.devices.all()}
     gpus, users = [], {}
@@ -77,6 +102,7 @@ def board_entry(host: Host, visibility) -> dict:
         "users": {device: ", ".join(sorted(names)) for device, names in users.items()}
         if up
         else {},
+        "intruders": {str(pk): found[pk] for pk in devices.values() if pk in (found or {})},
     }
 
 

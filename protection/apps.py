@@ -9,7 +9,12 @@ class ProtectionConfig(AppConfig):
     name = "protection"
 
     def ready(self):
+        from monitoring.live import register_intruders
+
         from . import permissions, receivers  # noqa: F401  (rules and signal receivers)
+        from .models import intruders
+
+        register_intruders(intruders)  # the board marks them live
 
         checks.register(check_settings)
 

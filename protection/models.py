@@ -125,6 +125,19 @@ class Violation(ProcessOnGpuKey, models.Model):
         return self.ended_at is None
 
 
+def intruders() -> dict[int, str]:
+    """Device id -> "linus, alice (container x)": the processes protection flagged there
+    and that are still running (its open violations), whatever the protection level. The
+    board shows them, at the page's load and live (monitoring.live.register_intruders)."""
+    found: dict[int, set[str]] = {}
+    open_ones = Violation.objects.filter(ended_at=None).only(
+        "device_id", "offender_unix", "container_id", "container_name"
+    )
+    for violation in open_ones:
+        found.setdefault(violation.device_id, set()).add(violation.offender_name)
+    return {device: ", ".join(sorted(names)) for device, names in found.items()}
+
+
 class HandlerRun(models.Model):
     """One handler's run for one violation: what it did, or why it failed."""
 

@@ -21,12 +21,14 @@
       const lead = parts[1] === "MIG" ? 2 : 1; // a GPU in MIG mode: its model reads "H100 · MIG"
       tile.parts = { name: parts.slice(0, lead).join(" · "), figs: parts.slice(lead, -2 - k).join(" · "), users: parts.at(-2 - k), state: parts.at(-1 - k) };
       tile.shown = { users: tile.parts.users, state: tile.parts.state };
+      tile.name = el.textContent.replace(/[!×]$/, ""); // the cell's text: its name and glyph
     } else {
       tile.figs = el.querySelector(".gt-figs"); tile.users = el.querySelector(".gt-users"); tile.state = el.querySelector(".gt-state");
       tile.util = el.querySelector(".gt-util"); tile.mem = el.querySelector(".gt-mem");
       tile.shown = { users: tile.users.textContent, state: tile.state.textContent };
     }
     tile.booking = el.dataset.state === "free" ? "free" : tile.shown.state;
+    tile.shown.intruder = el.dataset.intruder || "";
     tiles.set(Number(el.id.slice(4)), tile);
   });
   const STATE_CLASSES = ["gt-free", "gt-closed", "gt-busy", "gt-mine", "gt-reserved", "gt-job", "gt-down"];
@@ -58,10 +60,39 @@
     set(tile, key, text, (t) => {
       if (!DENSE) { tile[key].textContent = t; return; }
       tile.parts[key] = t;
-      const p = tile.parts;
-      const intruder = tile.el.dataset.intruder ? " · INTRUDER: " + tile.el.dataset.intruder : "";
-      tile.el.setAttribute("aria-label", [p.name, p.figs, p.users, p.state].join(" · ") + intruder);
-      if (tile.detail) tile.detail.textContent = tile.el.getAttribute("aria-label");
+      writeLabel(tile);
+    });
+  }
+
+  // A dense cell's label, as board_format.cell_label writes it.
+  function writeLabel(tile) {
+    const p = tile.parts;
+    const intruder = tile.el.dataset.intruder ? " · INTRUDER: " + tile.el.dataset.intruder : "";
+    tile.el.setAttribute("aria-label", [p.name, p.figs, p.users, p.state].join(" · ") + intruder);
+    if (tile.detail) tile.detail.textContent = tile.el.getAttribute("aria-label");
+  }
+
+  // Who intrudes on the GPU now ("" for nobody): its mark, glyph and words, as the page's
+  // load drew them (board_format: the cell's "!" and ring, the tile's "intruder:" line).
+  function setIntruder(tile, names) {
+    set(tile, "intruder", names, (who) => {
+      const el = tile.el;
+      if (who) el.dataset.intruder = who; else delete el.dataset.intruder;
+      if (DENSE) {
+        el.classList.toggle("dc-intruder", Boolean(who));
+        el.textContent = tile.name + (who ? "!" : el.dataset.lost ? "×" : "");
+        writeLabel(tile);
+        return;
+      }
+      el.querySelector(".gt-intruder")?.remove();
+      if (!who) return;
+      const line = document.createElement("p");
+      const mark = document.createElement("span");
+      line.className = "gt-intruder";
+      mark.setAttribute("aria-hidden", "true");
+      mark.textContent = "! ";
+      line.append(mark, "intruder: " + who);
+      el.append(line);
     });
   }
 
@@ -109,6 +140,9 @@
       const tile = tiles.get(gpu[0]);
       if (tile) updateGpu(tile, gpu, host.users[gpu[0]] || "", host.up);
     });
+    // Every GPU of the host, up or down: an intruder's mark goes when its violation ends.
+    const intruders = host.intruders || {};
+    row.querySelectorAll(CELLS).forEach((el) => setIntruder(tiles.get(Number(el.id.slice(4))), intruders[el.id.slice(4)] || ""));
     if (!host.up) row.querySelectorAll(CELLS).forEach((el) => updateGpu(tiles.get(Number(el.id.slice(4))), null, "", false));
     if (DENSE) countFree(row);
     return true;

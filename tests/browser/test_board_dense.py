@@ -4,13 +4,15 @@ intruder protection flagged stands out in words, live rows arrive, and axe-core 
 serious or critical violation in light or dark."""
 
 import pytest
+from django.utils import timezone
 
 from board.demo import PASSWORD, seed
 from monitoring.connections import pool
 from monitoring.inventory import record_probe
-from monitoring.models import Host
+from monitoring.models import Device, Host
 from monitoring.probes import probe_host
 from protection.detection import check_hosts
+from protection.models import Violation
 from tests.browser.test_pages import AXE, AXE_OPTIONS
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -78,6 +80,45 @@ def test_800_gpus_fit_four_screens_and_read_by_keyboard(asgi_live_server, big_la
     assert page.locator(".board-host").first.get_attribute("data-host") == "demo-001"
     assert "sort=trouble" in page.url
     assert errors == []
+
+
+def test_intruders_come_and_go_live(asgi_live_server, big_lab, page):
+    """The mark follows protection's violations without a reload: it goes when the intruder
+    does, and one on another GPU shows at the next probe."""
+    sign_in(page, asgi_live_server)
+    page.goto(f"{asgi_live_server}/")
+    page.wait_for_function("document.getElementById('live-state').textContent === 'live'")
+    assert page.locator(".dc.dc-intruder").inner_text() == "1!"
+    now = timezone.now()
+    Violation.objects.filter(ended_at=None).update(ended_at=now)
+    other = Device.objects.get(host__name="demo-003", index=5)
+    Violation.objects.create(
+        device=other, pid=4242, offender_unix="mallory", first_seen=now, last_seen=now
+    )
+    Host.objects.filter(name="demo-002").update(last_probe_at=now)  # a probe was recorded
+    page.wait_for_function(
+        "document.querySelector('.dc.dc-intruder')?.id === 'gpu-" + str(other.pk) + "'"
+    )
+    cell = page.locator(".dc.dc-intruder")
+    assert cell.count() == 1 and cell.inner_text() == "5!"
+    assert cell.get_attribute("aria-label").endswith(" · INTRUDER: mallory")
+    first = Device.objects.get(host__name="demo-001", index=1)
+    assert page.locator(f"#gpu-{first.pk}").inner_text() == "1"  # its "!" went
+
+    # The tiles: the "intruder:" line goes and comes with the violations, without a reload.
+    page.goto(f"{asgi_live_server}/?layout=tiles")
+    page.wait_for_function("document.getElementById('live-state').textContent === 'live'")
+    line = page.locator(f"#gpu-{other.pk} .gt-intruder")
+    assert line.inner_text() == "! intruder: mallory"
+    Violation.objects.filter(ended_at=None).update(ended_at=timezone.now())
+    Host.objects.filter(name="demo-002").update(last_probe_at=timezone.now())
+    line.wait_for(state="detached")
+    Violation.objects.create(
+        device=first, pid=77, offender_unix="eve", first_seen=now, last_seen=now
+    )
+    Host.objects.filter(name="demo-002").update(last_probe_at=timezone.now())
+    page.locator(f"#gpu-{first.pk} .gt-intruder").wait_for()
+    assert page.locator(f"#gpu-{first.pk} .gt-intruder").inner_text() == "! intruder: eve"
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

@@ -8,6 +8,7 @@ from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from board.demo import seed
 from hiveproject.asgi import application
@@ -16,6 +17,7 @@ from monitoring.consumers import BAD_SUBSCRIPTION, LiveConsumer
 from monitoring.live import BOARD_GPU_FIELDS, live_payload
 from monitoring.models import Device, Host
 from monitoring.visibility import process_visibility
+from protection.models import Violation
 
 
 def first_message(client, query: str):
@@ -64,9 +66,28 @@ def test_the_board_gets_compact_rows_and_who_runs_where(client, lab, owner):
     device = Device.objects.get(uuid="GPU-1")
     row = dict(zip(BOARD_GPU_FIELDS, hosts["node-1"]["gpus"][0], strict=True))
     assert row["device_id"] == device.pk and row["utilization_gpu"] == 7
-    assert set(hosts["node-1"]) == {"id", "name", "status", "up", "gpus", "users"}
+    assert set(hosts["node-1"]) == {"id", "name", "status", "up", "gpus", "users", "intruders"}
     assert hosts["node-1"]["users"][str(device.pk)]  # an owner, never a command line
     assert not hosts["node-2"]["up"] and hosts["node-2"]["gpus"] == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_board_gets_who_intrudes_while_they_do(client, lab, owner):
+    """Protection's open violations, per GPU, in the board's rows (registered by protection:
+    monitoring does not import it); an ended one is not there."""
+    client.force_login(owner)
+    now = timezone.now()
+    device = Device.objects.get(uuid="GPU-1")
+    seen = {"device": device, "first_seen": now, "last_seen": now}
+    Violation.objects.create(pid=4242, offender_unix="linus", **seen)
+    Violation.objects.create(pid=1, offender_unix="gone", ended_at=now, **seen)
+    _, _, message = first_message(client, "view=board")
+    hosts = {h["name"]: h for h in message["hosts"]}
+    assert hosts["node-1"]["intruders"] == {str(device.pk): "linus"}
+    assert hosts["node-2"]["intruders"] == {}
+    Violation.objects.filter(offender_unix="linus").update(ended_at=now)
+    _, _, message = first_message(client, "view=board")
+    assert all(host["intruders"] == {} for host in message["hosts"])
 
 
 @pytest.mark.django_db(transaction=True)
