@@ -23,6 +23,16 @@ def user_zone(user: AbstractBaseUser | AnonymousUser) -> ZoneInfo:
     if isinstance(user, AnonymousUser):  # no profile
         return site_zone()
     name = Profile.objects.filter(user_id=user.pk).values_list("time_zone", flat=True).first()
+    return zone_named(name)
+
+
+def profile_zone(profile: Profile | None) -> ZoneInfo:
+    """``user_zone`` from a profile already read (or None: the user has none)."""
+    return zone_named(profile.time_zone if profile is not None else "")
+
+
+def zone_named(name: str | None) -> ZoneInfo:
+    """A profile's zone name as a zone; none named: the site's."""
     return ZoneInfo(name) if name else site_zone()
 
 

@@ -1,11 +1,11 @@
 """DRF authentication by personal token: ``Authorization: Bearer <secret>`` (or ``Token``)."""
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
-from accesscontrol.zones import user_zone
+from accesscontrol.zones import profile_zone
 
 from .services import token_for_secret
 
@@ -27,9 +27,14 @@ class TokenAuthentication(authentication.BaseAuthentication):
         # DRF authenticates inside the view, after accesscontrol.zones.UserTimeZoneMiddleware
         # saw an anonymous request: the token's user gets their zone here (the middleware
         # still deactivates it when the request ends).
-        token.user.hive_zone = user_zone(token.user)
-        timezone.activate(token.user.hive_zone)
-        return token.user, token
+        user = token.user
+        try:
+            profile = user.profile  # joined with the token (services.token_for_secret)
+        except ObjectDoesNotExist:
+            profile = None
+        user.hive_zone = profile_zone(profile)
+        timezone.activate(user.hive_zone)
+        return user, token
 
     def authenticate_header(self, request):
         return 'Bearer realm="api"'

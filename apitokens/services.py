@@ -68,9 +68,9 @@ def revoke_token(token: ApiToken, by) -> ApiToken:
 def token_for_secret(secret: str) -> ApiToken:
     """The live token with this secret, or ValidationError saying why it cannot be used."""
     try:
-        # One query by the digest's unique index, the user joined: every request a token
-        # signs makes it.
-        token = ApiToken.objects.select_related("user").get(digest=digest(secret))
+        # One query by the digest's unique index, the user and their profile (their time
+        # zone) joined: every request a token signs makes it.
+        token = ApiToken.objects.select_related("user__profile").get(digest=digest(secret))
     except ApiToken.DoesNotExist:
         raise ValidationError("Invalid token.") from None
     if token.revoked is not None:

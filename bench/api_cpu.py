@@ -1,8 +1,8 @@
 """Benchmark: the web process's CPU per API request, this checkout against another, over HTTP.
 
 Each checkout serves bench/api_side_by_side.py's data (64 GPUs, 5,000 one-GPU bookings) from
-its own daphne process on its own SQLite database (or, with --postgres, a PostgreSQL database
-of its own), as api_side_by_side runs ours. Both servers run on the first CPU and the client
+its own web server on its own SQLite database (or, with --postgres, a PostgreSQL database of
+its own), as api_side_by_side runs ours. Both servers run on the first CPU and the client
 (this process, one keep-alive connection each) on the second, so the client takes nothing
 from them; PostgreSQL's own processes are not pinned, and their CPU is not counted. For each
 request, in turn on each server (the first server alternating by round): 10 requests to warm

@@ -3,9 +3,11 @@
 Both services hold the same data (bench/tensorhive/dataset.py: 64 GPUs, 20 users, 5,000
 one-GPU bookings) and run as their production processes on loopback:
 
-- ours: one daphne process (`python -m daphne hiveproject.asgi:application`, as the
-  gpuhive-web@ unit runs it), DEBUG off, on SQLite and, with --postgres URL, also on
-  PostgreSQL (a database of its own, dropped and made anew); signed in by an API token;
+- ours: the web server we ship (`python -m core.webserver hiveproject.asgi:application`,
+  daphne with request bounds, as `manage.py serve` and the gpuhive-web@ unit run it; plain
+  daphne for a --baseline checkout from before it), DEBUG off, on SQLite and, with
+  --postgres URL, also on PostgreSQL (a database of its own, dropped and made anew); signed
+  in by an API token;
 - TensorHive: its API server (connexion on gevent's WSGI server, one process) on its SQLite
   database, installed and filled by bench/tensorhive/setup.sh; signed in by its JWT login.
 
@@ -205,9 +207,10 @@ class Ours(Service):
         self.devices, self.headers = facts["devices"], {"Authorization": f"Bearer {facts['token']}"}
         self.port = free_port()
         self.env["PUBLIC_URL"] = f"http://127.0.0.1:{self.port}"
-        daphne = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port)]
+        shipped = "core.webserver" if (self.root / "core" / "webserver.py").exists() else "daphne"
+        server = [sys.executable, "-m", shipped, "-b", "127.0.0.1", "-p", str(self.port)]
         log = self.work / f"{self.name}.log"
-        process = start([*daphne, "hiveproject.asgi:application"], self.env, log, self.root)
+        process = start([*server, "hiveproject.asgi:application"], self.env, log, self.root)
         wait_until_up(self.port, process, log, 120)
         return process
 
