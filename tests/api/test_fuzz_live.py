@@ -85,6 +85,20 @@ def test_no_operation_fails_or_breaks_the_schema_over_the_network_for_a_user(cas
     case.call_and_validate(base_url=web, headers=live_auth, checks=CHECKS, timeout=30)
 
 
+def test_a_form_body_twisted_cannot_parse_gets_the_apis_answer(web):
+    """Twisted parses form bodies itself unless told not to; the server we ship tells it, so
+    Django answers (here: not signed in) instead of Twisted's bare 400."""
+    boundary = "c637e12e2b1a998d80d1b087531af51c"
+    answer = httpx.post(
+        f"{web}/api/placement/",
+        content=f"--{boundary}--\r\n".encode(),
+        headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
+        timeout=30,
+    )
+    assert answer.status_code == 403, answer.content
+    assert answer.headers["content-type"] == "application/json" and answer.json()["detail"]
+
+
 def test_an_oversized_body_is_refused_while_others_are_served(web, live_lab, owner):
     """The server refuses a body its head declares too large before taking it in
     (core.webserver), and users are served meanwhile."""
