@@ -1,8 +1,9 @@
 // The timeline: every GPU a row, grouped by host (a host's row folds its GPUs away), time
-// across (a day or a week of the user's wall clock). Only the rows in sight are in the page:
-// 800 GPUs are a tall empty box with 30-odd rows drawn in it, redrawn as it scrolls. A drag
-// across rows and hours books all the GPUs it crossed (a folded host's row: all its GPUs) in
-// the booking dialog of js/bookings.js; "Book with a form" opens the same dialog without one.
+// across (a day or a week of the user's clock, each day as long as it really is). Only the
+// rows in sight are in the page: 800 GPUs are a tall empty box with 30-odd rows drawn in it,
+// redrawn as it scrolls. A drag across rows and hours books all the GPUs it crossed (a folded
+// host's row: all its GPUs) in the booking dialog of js/bookings.js; "Book with a form" opens
+// the same dialog without one.
 // Data as the week grid's: /api/reservations/ and /api/access/ (js/api.js); every instant is
 // turned into the user's wall clock by hiveTime (js/time.js) and back, nowhere else.
 (function () {
@@ -30,37 +31,39 @@
   // (The box is at most 72 % of the window high: CSS .tl.)
   const fits = (config.devices.length + hosts.size) * ROW <= window.innerHeight * 0.72;
   const state = {
-    span: config.span, first: null, expanded: new Set(fits ? hosts.keys() : []),
+    span: config.span, first: null, midnights: [], expanded: new Set(fits ? hosts.keys() : []),
     host: config.host, model: config.model, free: false,
     permitted: new Map(), bookings: [], byDevice: new Map(), loaded: false, rows: [], drawn: "",
   };
 
-  // --- the wall-clock axis: minutes from the first shown midnight --------------------------
+  // --- the axis: real minutes from the first shown midnight ---------------------------------
+  // A day is as long as the user's clock makes it: 23 hours on the spring change, 25 on the
+  // autumn one (whose doubled hour is drawn twice), so a booking is as wide as it lasts.
   const days = () => (state.span === "week" ? 7 : 1);
-  const total = () => days() * 1440;
-  const px = () => HOUR[state.span] / 60; // px a minute
   const mondayOf = (day) => hiveTime.addDays(day, -((new Date(day + "T00:00:00Z").getUTCDay() + 6) % 7));
   const dayNumber = (day) => Date.parse(day + "T00:00:00Z") / 86400000;
+  const px = () => HOUR[state.span] / 60; // px a minute
+  const MINUTE = 60000;
 
-  /** Minutes from the span's first midnight to wall-clock text "2027-03-28T09:30:00". */
-  function minuteOf(wallText) {
-    const [h, m] = wallText.slice(11, 16).split(":").map(Number);
-    return (dayNumber(wallText.slice(0, 10)) - dayNumber(state.first)) * 1440 + h * 60 + m;
+  /** The instants (ms) of the shown days' midnights on the user's clock, and the next one. */
+  function midnights() {
+    return Array.from({ length: days() + 1 }, (_, i) => Date.parse(hiveTime.instant(hiveTime.addDays(state.first, i) + "T00:00")));
   }
 
-  /** Wall-clock text of a minute on the axis (the next midnight for 1440). */
-  function wallOf(minute) {
-    const day = hiveTime.addDays(state.first, Math.floor(minute / 1440));
-    const m = minute % 1440;
-    return `${day}T${String(Math.floor(m / 60)).padStart(2, "0")}:${String(m % 60).padStart(2, "0")}:00`;
-  }
+  const total = () => (state.midnights[days()] - state.midnights[0]) / MINUTE;
+  /** Minutes on the axis of an instant (ISO text or ms). */
+  const minuteAt = (instant) => ((typeof instant === "number" ? instant : Date.parse(instant)) - state.midnights[0]) / MINUTE;
+  /** Minutes on the axis of the user's wall-clock time "2027-03-28T09:30". */
+  const minuteOfWall = (text) => minuteAt(hiveTime.instant(text));
+  /** Wall-clock text of a minute on the axis (for the booking dialog). */
+  const wallOf = (minute) => hiveTime.wall(state.midnights[0] + minute * MINUTE).slice(0, 16);
 
   const clamp = (minute) => Math.max(0, Math.min(total(), minute));
-  const span = (startIso, endIso) => ({ from: clamp(minuteOf(hiveTime.wall(startIso))), to: clamp(minuteOf(hiveTime.wall(endIso))) });
+  const span = (startIso, endIso) => ({ from: clamp(minuteAt(startIso)), to: clamp(minuteAt(endIso)) });
 
   // --- data ---------------------------------------------------------------------------------
   async function load() {
-    const query = { start: hiveTime.instant(state.first + "T00:00"), end: hiveTime.instant(hiveTime.addDays(state.first, days()) + "T00:00") };
+    const query = { start: new Date(state.midnights[0]).toISOString(), end: new Date(state.midnights[days()]).toISOString() };
     if (config.narrowed) query.device = config.devices.map((d) => d.id).join(",");
     document.getElementById("tl-status").textContent = "loading…";
     scroller.setAttribute("aria-busy", "true");
@@ -121,17 +124,21 @@
     scroller.style.setProperty("--label", LABEL + "px");
     const corner = el("div", "tl-corner", "GPU");
     const cells = [corner];
+    const every = state.span === "day" ? 1 : 6;
     for (let i = 0; i < days(); i++) {
       const day = hiveTime.addDays(state.first, i);
+      const [from, to] = [minuteAt(state.midnights[i]), minuteAt(state.midnights[i + 1])];
       const cell = el("div", "tl-day" + (day === hiveTime.today() ? " tl-today-head" : ""));
       cell.append(el("span", "tl-day-name", hiveTime.dateWords(day))); // stays in sight as it scrolls
-      cell.style.left = LABEL + i * 1440 * px() + "px";
-      cell.style.width = 1440 * px() + "px";
+      cell.style.left = LABEL + from * px() + "px";
+      cell.style.width = (to - from) * px() + "px";
       cells.push(cell);
-      const every = state.span === "day" ? 1 : 6;
-      for (let h = every; h < 24; h += every) {
-        const tick = el("div", "tl-hour", String(h).padStart(2, "0"));
-        tick.style.left = LABEL + (i * 1440 + h * 60) * px() + "px";
+      // A tick at each whole hour the clock shows (twice "02" on the autumn change).
+      for (let m = from + 60; m < to; m += 60) {
+        const hour = wallOf(m).slice(11, 13);
+        if (Number(hour) % every) continue;
+        const tick = el("div", "tl-hour", hour);
+        tick.style.left = LABEL + m * px() + "px";
         cells.push(tick);
       }
     }
@@ -198,8 +205,9 @@
     const today = dayNumber(hiveTime.today()) - dayNumber(state.first);
     if (today >= 0 && today < days()) {
       const mark = el("div", "tl-today");
-      mark.style.left = LABEL + today * 1440 * px() + "px";
-      mark.style.width = 1440 * px() + "px";
+      const [from, to] = [minuteAt(state.midnights[today]), minuteAt(state.midnights[today + 1])];
+      mark.style.left = LABEL + from * px() + "px";
+      mark.style.width = (to - from) * px() + "px";
       lines.unshift(mark);
     }
     body.replaceChildren(...lines, selection);
@@ -310,13 +318,14 @@
 
   function go(day) {
     state.first = state.span === "week" ? mondayOf(day) : day;
+    state.midnights = midnights();
     load();
     drawHead();
     draw(true); // the rows at once; their bookings when the API answers
     // The working day in sight: today's 07:00 if shown, else the first day's.
     const today = dayNumber(hiveTime.today()) - dayNumber(state.first);
     const shownDay = today >= 0 && today < days() ? today : 0;
-    scroller.scrollLeft = (shownDay * 1440 + 7 * 60) * px();
+    scroller.scrollLeft = minuteOfWall(hiveTime.addDays(state.first, shownDay) + "T07:00") * px();
   }
   document.querySelectorAll("[data-span]").forEach((b) => b.addEventListener("click", () => {
     const today = hiveTime.today();

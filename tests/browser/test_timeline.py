@@ -20,6 +20,7 @@ from tests.browser.test_pages import AXE
 BERLIN, NEW_YORK = "Europe/Berlin", "America/New_York"
 CHANGE_DAY = date(2027, 10, 31)  # Berlin's clocks go back from 03:00 to 02:00
 CLOCK = datetime(2027, 10, 30, 22, 30, tzinfo=UTC)  # Berlin's 31st, New York's 30th
+SPRING_DAY = date(2027, 3, 28)  # Berlin's clocks go forward from 02:00 to 03:00
 
 
 @pytest.fixture
@@ -41,12 +42,23 @@ def open_timeline(page, live_server, day, query=""):
     page.locator("#timeline").evaluate("t => { t.scrollLeft = 0; }")  # it opens at 07:00
 
 
-def point(page, gpu, hour, minutes):
-    """Viewport coordinates in ``gpu``'s row ("node-1:2") at hour:minutes of the day shown."""
+def hours_into(day: date, hour: int, minutes: int = 0) -> float:
+    """Real hours from ``day``'s midnight to hour:minutes (24: the next midnight) on Berlin's
+    clock."""
+    berlin = ZoneInfo(BERLIN)
+    start = datetime.combine(day, time(0), tzinfo=berlin)
+    at = datetime.combine(day + timedelta(days=hour // 24), time(hour % 24, minutes), berlin)
+    return (at.astimezone(UTC) - start.astimezone(UTC)) / timedelta(hours=1)
+
+
+def point(page, gpu, hour, minutes, day=CHANGE_DAY):
+    """Viewport coordinates in ``gpu``'s row ("node-1:2") at hour:minutes of the day shown,
+    on an axis where the day is as long as Berlin's clock makes it (25 hours on CHANGE_DAY)."""
     label = page.locator(".tl-label", has_text=re.compile(f"^{gpu}$"))
     row = page.locator(".tl-row").filter(has=label).bounding_box()
-    day = page.locator(".tl-day").bounding_box()
-    return day["x"] + day["width"] * (hour + minutes / 60) / 24, row["y"] + row["height"] / 2
+    box = page.locator(".tl-day").bounding_box()
+    share = hours_into(day, hour, minutes) / hours_into(day, 24)
+    return box["x"] + box["width"] * share, row["y"] + row["height"] / 2
 
 
 def book_in_dialog(page, title):
@@ -90,20 +102,46 @@ def test_a_drag_over_three_gpus_on_two_hosts_books_them_on_the_users_clock(
     assert booked.end - booked.start == timedelta(hours=4)  # 01:00 CEST to 04:00 CET
     assert set(booked.devices.all()) == set(chosen)
 
-    # Its bar stands on each of the three rows, from 01:00 to 04:00 of the day shown.
+    # Its bar stands on each of the three rows, from 01:00 to 04:00 of the day shown, as wide
+    # as the four hours it lasts on a day of 25, with "02" twice on the axis.
     bars = page.locator(".tl-bar.mine", has_text="dragged")
     bars.first.wait_for()
     assert bars.count() == 3
     day = page.locator(".tl-day").bounding_box()
     box = bars.first.bounding_box()
     hours = [
-        round((x - day["x"]) / day["width"] * 24, 2) for x in (box["x"], box["x"] + box["width"])
+        round((x - day["x"]) / day["width"] * 25, 2) for x in (box["x"], box["x"] + box["width"])
     ]
-    assert hours == [1, 4]
+    assert hours == [1, 5]
+    ticks = page.locator(".tl-hour").all_inner_texts()
+    assert ticks.count("02") == 2 and len(ticks) == 24  # 01 to 23, and 02 again
     bars.first.click()
     details = page.locator("#detail-dialog")
     details.wait_for(state="visible")
     assert f"{CHANGE_DAY} 01:00 – {CHANGE_DAY} 04:00 ({BERLIN})" in details.inner_text()
+
+
+def test_the_spring_change_day_is_23_hours_long(
+    zoned_page,  # noqa: F811 - the fixture imported above
+    live_server,
+    owner,
+    two_hosts,
+):
+    """Berlin's clocks skip 02:00 to 03:00 on SPRING_DAY: the axis has no "02", and the day
+    is 23 hours wide, so a booking is as wide as it lasts."""
+    profile = profile_for(owner)
+    profile.time_zone = BERLIN
+    profile.save()
+    page = zoned_page(NEW_YORK, CLOCK)
+    sign_in(page, live_server)
+    open_timeline(page, live_server, SPRING_DAY)
+    ticks = page.locator(".tl-hour").all_inner_texts()
+    assert "02" not in ticks and len(ticks) == 22  # 01, then 03 to 23
+    day = page.locator(".tl-day").bounding_box()
+    hour = page.evaluate(
+        "getComputedStyle(document.getElementById('timeline')).getPropertyValue('--hour')"
+    )
+    assert round(day["width"] / float(hour.removesuffix("px"))) == 23
 
 
 def test_the_form_books_several_gpus(login, live_server, two_hosts):
