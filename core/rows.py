@@ -12,10 +12,10 @@ the one definition of what a list holds; ``ValuesRows`` reads from it, once, whi
 - ``PrimaryKeyRelatedField`` with ``many=True``: the related objects' ids, in their model's
   own order, from one more query for the whole page;
 - ``DateTimeField``: DRF's field itself, made once per page with the request's time zone
-  (its ``default_timezone`` argument), rather than asking for the zone at every value. On
-  SQLite, which keeps a time as the text Django wrote (UTC), the column is read as that text
-  (``Cast``) and each distinct time is parsed once: Django's converter would make every
-  value of the page aware one by one, a third of a page's time;
+  (its ``default_timezone`` argument), rather than asking for the zone at every value. The
+  model's own times are read as ISO text in UTC (SQLite: the text it keeps, ``Cast``;
+  PostgreSQL: ``to_char``) and each distinct time is parsed once: Django's readers would
+  make every value of the page aware one by one, a third of a page's time;
 - fields whose ``to_representation`` gives back a value of the column's own type unchanged
   (``CharField``, ``IntegerField``, ``ChoiceField``, a slug): the value as read;
 - any other field: its ``to_representation``.
@@ -30,7 +30,16 @@ from operator import itemgetter
 from typing import Any
 
 from django.db import connections
-from django.db.models import CharField, DateTimeField, ManyToManyField, Model, QuerySet
+from django.db.models import (
+    CharField,
+    DateTimeField,
+    F,
+    Func,
+    ManyToManyField,
+    Model,
+    QuerySet,
+    Value,
+)
 from django.db.models.functions import Cast
 from django.utils import dateparse, timezone
 from rest_framework import serializers
@@ -76,12 +85,12 @@ class ValuesRows:
 
     def __call__(self, queryset: QuerySet) -> list[dict[str, Any]]:
         keys = list(dict.fromkeys([self.pk, *self.columns.values()]))
-        as_text = self.times if connections[queryset.db].vendor == "sqlite" else set()
-        read = [Cast(key, CharField()) if key in as_text else key for key in keys]
+        as_text = _TIME_AS_TEXT.get(connections[queryset.db].vendor)
+        read = [as_text(key) if as_text and key in self.times else key for key in keys]
         rows = list(queryset.prefetch_related(None).values_list(*read))
         if not rows:
             return []
-        writers = self._writers({keys.index(key) for key in as_text}, keys)
+        writers = self._writers({keys.index(key) for key in self.times if as_text}, keys)
         # Each answer is picked, in the serializer's field order, from its row extended by
         # the values written for it and its related ids: one C call per row, not one per field.
         written = [(keys.index(self.columns[name]), writers[name]) for name in writers]
@@ -166,13 +175,26 @@ def _once_each(write: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return write_once
 
 
+# A time column read as ISO text in UTC, by database: SQLite keeps times as the text Django
+# wrote (UTC, no offset); PostgreSQL writes them with to_char in the connection's zone, which
+# Django sets to UTC (USE_TZ). Django's readers would otherwise make every time of a page
+# aware one by one (on PostgreSQL through its own Python loader, in place of psycopg's C one).
+ISO_UTC = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'
+_TIME_AS_TEXT: dict[str, Callable[[str], Func]] = {
+    "sqlite": lambda column: Cast(column, CharField()),
+    "postgresql": lambda column: Func(
+        F(column), Value(ISO_UTC), function="to_char", output_field=CharField()
+    ),
+}
+
+
 def _from_text(write: Callable[[Any], Any]) -> Callable[[str], Any]:
-    """``write`` for a time read as the text SQLite keeps: UTC, without an offset."""
+    """``write`` for a time read as text (``_TIME_AS_TEXT``): UTC, with "Z" or no offset."""
 
     def write_text(text: str) -> Any:
         moment = dateparse.parse_datetime(text)
         if moment is None:
-            raise ValueError(f"not a time as SQLite keeps one: {text!r}")
+            raise ValueError(f"not a time as the database writes one: {text!r}")
         return write(moment if timezone.is_aware(moment) else moment.replace(tzinfo=UTC))
 
     return write_text
