@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from monitoring.models import Device
+
 MAX_GPUS_PER_TASK = 64
 
 
@@ -55,6 +57,20 @@ class Slot:
     preempts: int | None = None  # the opportunistic run that holds it now, if any
     mig_profile: str = ""  # a MIG slice's profile ("" for a GPU)
     partitioned: bool = False  # a GPU in MIG mode
+
+    @classmethod
+    def of(cls, device: Device, preempts: int | None = None) -> "Slot":
+        """The slot of a monitoring Device (its fields are read, nothing is queried)."""
+        return cls(
+            device.pk,
+            device.host_id,
+            device.index,
+            device.name,
+            device.memory_total_mib,
+            preempts,
+            mig_profile=device.mig_profile,
+            partitioned=device.mig_enabled,
+        )
 
 
 @dataclass(frozen=True)

@@ -36,23 +36,11 @@ def usability(user: User, now: datetime | None = None) -> list[tuple[Device, lis
     return [(gpu.device, cluster.reasons(user, pk)) for pk, gpu in cluster.gpus.items()]
 
 
-def _slot(device: Device) -> Slot:
-    return Slot(
-        device.pk,
-        device.host_id,
-        device.index,
-        device.name,
-        device.memory_total_mib,
-        mig_profile=device.mig_profile,
-        partitioned=device.mig_enabled,
-    )
-
-
 def place(user: User, request: Request, now: datetime | None = None) -> Placement:
     """GPUs for ``request`` that ``user`` may start on now: best fit, as the queue places."""
     cluster = Cluster(now or timezone.now())
     open_slots = {
-        pk: _slot(gpu.device) for pk, gpu in cluster.gpus.items() if not cluster.reasons(user, pk)
+        pk: Slot.of(gpu.device) for pk, gpu in cluster.gpus.items() if not cluster.reasons(user, pk)
     }
     chosen = place_request(request, Pool(open_slots, cluster.free_per_host()))
     if chosen:
@@ -65,7 +53,7 @@ def _refusal(cluster: Cluster, user: User, request: Request) -> Placement:
     if request.kind == "devices":
         ids = list(request.device_ids)
     else:
-        ids = [pk for pk, gpu in cluster.gpus.items() if request.matches(_slot(gpu.device))]
+        ids = [pk for pk, gpu in cluster.gpus.items() if request.matches(Slot.of(gpu.device))]
     reasons = [r for pk in ids for r in cluster.reasons(user, pk)]
     usable = len(ids) - len({r.device_id for r in reasons})
     return Placement(reasons=reasons, detail=_sentence(cluster, request, len(ids), usable))

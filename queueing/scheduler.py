@@ -285,20 +285,6 @@ def request_of(task: QueuedTask) -> Request:
     )
 
 
-def slot_of(gpu, preempts=None) -> Slot:
-    device = gpu.device
-    return Slot(
-        device.pk,
-        device.host_id,
-        device.index,
-        device.name,
-        device.memory_total_mib,
-        preempts,
-        mig_profile=device.mig_profile,
-        partitioned=device.mig_enabled,
-    )
-
-
 class Round:
     """The state of one planning round: what is free, taken, and each group's use."""
 
@@ -317,9 +303,9 @@ class Round:
             if pk in self.taken or blockers[pk]:
                 continue
             if not gpu.blocker:
-                slots[pk] = slot_of(gpu)
+                slots[pk] = Slot.of(gpu.device)
             elif with_opportunistic and gpu.opportunistic_run is not None:
-                slots[pk] = slot_of(gpu, gpu.opportunistic_run)
+                slots[pk] = Slot.of(gpu.device, gpu.opportunistic_run)
         return slots
 
     def take(self, slot: Slot, queued: QueuedJob) -> None:
@@ -449,7 +435,7 @@ def gpu_free_at(state: Round, owner, gpu) -> datetime | None:
 def request_free_at(state: Round, owner, request: Request) -> datetime | None:
     by_host: dict[int, list[datetime]] = {}
     for gpu in state.cluster.gpus.values():
-        if request.matches(slot_of(gpu)):
+        if request.matches(Slot.of(gpu.device)):
             at = gpu_free_at(state, owner, gpu)
             if at is not None:
                 by_host.setdefault(gpu.host.pk, []).append(at)
@@ -477,7 +463,7 @@ def _label(request: Request, free: bool = False) -> str:
 
 def _explain_request(state: Round, owner, request: Request) -> list[str]:
     cluster = state.cluster
-    matching = [g for g in cluster.gpus.values() if request.matches(slot_of(g))]
+    matching = [g for g in cluster.gpus.values() if request.matches(Slot.of(g.device))]
     if request.kind == "devices":
         missing = set(request.device_ids) - {g.device.pk for g in matching}
         head = [lost_sentence(pk) for pk in sorted(missing)]

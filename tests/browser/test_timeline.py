@@ -61,6 +61,17 @@ def point(page, gpu, hour, minutes, day=CHANGE_DAY):
     return box["x"] + box["width"] * share, row["y"] + row["height"] / 2
 
 
+def berlin_user_in_new_york(open_page, live_server, owner):
+    """The owner, whose profile says Berlin, signed in from a browser in New York
+    (``open_page``: the zoned_page fixture)."""
+    profile = profile_for(owner)
+    profile.time_zone = BERLIN
+    profile.save()
+    page = open_page(NEW_YORK, CLOCK)
+    sign_in(page, live_server)
+    return page
+
+
 def book_in_dialog(page, title):
     dialog = page.locator("#book-dialog")
     dialog.locator("input[name=title]").fill(title)
@@ -75,11 +86,7 @@ def test_a_drag_over_three_gpus_on_two_hosts_books_them_on_the_users_clock(
     owner,
     two_hosts,
 ):
-    profile = profile_for(owner)
-    profile.time_zone = BERLIN
-    profile.save()
-    page = zoned_page(NEW_YORK, CLOCK)
-    sign_in(page, live_server)
+    page = berlin_user_in_new_york(zoned_page, live_server, owner)
     open_timeline(page, live_server, CHANGE_DAY)
     assert f"Times in {BERLIN}" in page.locator("h1 + span").inner_text()
     assert page.locator(".tl-toggle[aria-expanded=true]").count() == 2  # 8 GPUs: unfolded
@@ -129,11 +136,7 @@ def test_the_spring_change_day_is_23_hours_long(
 ):
     """Berlin's clocks skip 02:00 to 03:00 on SPRING_DAY: the axis has no "02", and the day
     is 23 hours wide, so a booking is as wide as it lasts."""
-    profile = profile_for(owner)
-    profile.time_zone = BERLIN
-    profile.save()
-    page = zoned_page(NEW_YORK, CLOCK)
-    sign_in(page, live_server)
+    page = berlin_user_in_new_york(zoned_page, live_server, owner)
     open_timeline(page, live_server, SPRING_DAY)
     ticks = page.locator(".tl-hour").all_inner_texts()
     assert "02" not in ticks and len(ticks) == 22  # 01, then 03 to 23
